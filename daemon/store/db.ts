@@ -1,0 +1,263 @@
+/**
+ * StoreDb: the store's metadata database, one LevelDB (classic-level) at
+ * `<storeDir>/meta`. Key layout and value encoding are frozen in FORMAT.md
+ * "Metadata database".
+ *
+ * - Keys are utf8 strings `!<kind>!<key>` — the same bytes abstract-level's
+ *   `sublevel(kind)` would write, so a plain `db.sublevel(kind)` reads them.
+ * - Integer keys are 16 lowercase hex digits (`intKey`), so byte order is
+ *   numeric order.
+ * - Values are msgpack maps encoded by one shared msgpackr `Packr` with
+ *   `useRecords: false` (no msgpackr record extension), so any language's
+ *   msgpack library can read them.
+ *
+ * This module knows nothing of blocks, generations or FUSE: it only stores
+ * plain values under (kind, key).
+ */
+
+import { ClassicLevel } from 'classic-level'
+import { Packr } from 'msgpackr'
+import * as path from 'node:path'
+import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, StoreLockedError } from './errors.js'
+
+/** Kinds of record, one key prefix (sublevel) each. Values of all but `meta` and `block` are owned by other modules. */
+export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch'
+
+/** Every record kind, in key-prefix order. */
+export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoint', 'context', 'gen', 'lower', 'meta', 'node']
+
+/** A key: a string is used as is; a number must be a safe non-negative integer and is encoded with `intKey`. */
+export type StoreKey = string | number
+
+/** On-disk format version written to meta `format` (FORMAT.md "Versions"). */
+export const STORE_FORMAT = 1
+
+/** The one shared codec: msgpack maps, no records extension (FORMAT.md "Metadata database"). */
+export const packr = new Packr({ useRecords: false })
+
+/** Name of the metadata directory inside a store directory. */
+export const META_DIR = 'meta'
+
+/**
+ * Encode a non-negative safe integer as 16 lowercase hex digits, so that byte
+ * order equals numeric order. Throws RangeError for anything else.
+ */
+export function intKey (n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`store key must be a non-negative safe integer, got ${n}`)
+  return n.toString(16).padStart(16, '0')
+}
+
+/** Inverse of `intKey`. Throws RangeError if `s` is not 16 hex digits. */
+export function parseIntKey (s: string): number {
+  if (!/^[0-9a-f]{16}$/.test(s)) throw new RangeError(`not an integer store key: ${JSON.stringify(s)}`)
+  return parseInt(s, 16)
+}
+
+function encodeKey (key: StoreKey): string {
+  return typeof key === 'number' ? intKey(key) : key
+}
+
+function prefix (kind: RecordKind): string {
+  return `!${kind}!`
+}
+
+/** Options of `StoreDb.iterate`: bounds are keys inside the kind (not the full LevelDB key). */
+export interface IterateOptions {
+  gt?: StoreKey
+  gte?: StoreKey
+  lt?: StoreKey
+  lte?: StoreKey
+  reverse?: boolean
+  /** at most this many entries; default unlimited */
+  limit?: number
+}
+
+/** One entry of `StoreDb.iterate`: the key inside the kind (integer keys stay hex; use `parseIntKey`) and its decoded value. */
+export interface StoreEntry<T> {
+  key: string
+  value: T
+}
+
+type Level = ClassicLevel<string, Uint8Array>
+
+/**
+ * A set of puts and deletes applied atomically by `write()`. Values are
+ * encoded when `put` is called, so later mutation of the object has no effect.
+ */
+export class StoreBatch {
+  private readonly inner: ReturnType<Level['batch']>
+  private readonly written: Array<() => void> = []
+  private done = false
+
+  /** @internal use `StoreDb.batch()` */
+  constructor (inner: ReturnType<Level['batch']>) {
+    this.inner = inner
+  }
+
+  /** Number of operations queued. */
+  get length (): number {
+    return this.inner.length
+  }
+
+  /** Queue a put of `value` (any msgpack-encodable value) under (kind, key). */
+  put (kind: RecordKind, key: StoreKey, value: unknown): this {
+    this.inner.put(prefix(kind) + encodeKey(key), packr.pack(value))
+    return this
+  }
+
+  /** Queue a delete of (kind, key); deleting an absent key is not an error. */
+  del (kind: RecordKind, key: StoreKey): this {
+    this.inner.del(prefix(kind) + encodeKey(key))
+    return this
+  }
+
+  /**
+   * Register `fn` to run after the batch has been written successfully (not if
+   * the write fails). Used by layers that keep in-memory "pending" state until
+   * their records are durable.
+   */
+  onWritten (fn: () => void): this {
+    this.written.push(fn)
+    return this
+  }
+
+  /**
+   * Write every queued operation atomically. `sync` (default true) makes
+   * LevelDB fsync its log before resolving. A batch can be written once.
+   * Throws StoreClosedError if written twice.
+   */
+  async write (opts: { sync?: boolean } = {}): Promise<void> {
+    if (this.done) throw new StoreClosedError('store batch already written or discarded')
+    this.done = true
+    await this.inner.write({ sync: opts.sync ?? true })
+    for (const fn of this.written) fn()
+  }
+
+  /** Drop the queued operations without writing them. */
+  async discard (): Promise<void> {
+    if (this.done) return
+    this.done = true
+    await this.inner.close()
+  }
+}
+
+/** The metadata database of one store directory. */
+export class StoreDb {
+  /** Path of the LevelDB directory (`<storeDir>/meta`). */
+  readonly location: string
+  private readonly level: Level
+  private closed = false
+
+  private constructor (location: string, level: Level) {
+    this.location = location
+    this.level = level
+  }
+
+  /**
+   * Open (creating if missing) the metadata database at `<storeDir>/meta` and
+   * check meta `format` (writing `STORE_FORMAT` into a new database).
+   * Throws StoreLockedError (E_LOCKED) if another process has it open,
+   * CorruptStoreError (E_CORRUPT) if LevelDB reports corruption or cannot read
+   * it, StoreFormatError (E_FORMAT) for an unknown format version.
+   */
+  static async open (storeDir: string): Promise<StoreDb> {
+    const location = path.join(storeDir, META_DIR)
+    const level: Level = new ClassicLevel<string, Uint8Array>(location, { keyEncoding: 'utf8', valueEncoding: 'view' })
+    try {
+      await level.open({ createIfMissing: true })
+    } catch (err) {
+      throw openError(location, err)
+    }
+    const db = new StoreDb(location, level)
+    try {
+      const format = await db.get<number>('meta', 'format')
+      if (format === undefined) {
+        await db.batch().put('meta', 'format', STORE_FORMAT).write({ sync: true })
+      } else if (format !== STORE_FORMAT) {
+        throw new StoreFormatError(
+          `store at ${storeDir} has format ${String(format)}, this rewindfs understands format ${STORE_FORMAT}; use a matching rewindfs version`,
+          { path: location, kind: 'meta', key: 'format' })
+      }
+    } catch (err) {
+      await level.close().catch(() => {})
+      throw err
+    }
+    return db
+  }
+
+  /**
+   * Read the value at (kind, key), or `undefined` if there is none.
+   * Throws CorruptStoreError if the stored bytes are not valid msgpack.
+   */
+  async get<T> (kind: RecordKind, key: StoreKey): Promise<T | undefined> {
+    this.checkOpen()
+    const k = encodeKey(key)
+    const bytes = await this.level.get(prefix(kind) + k)
+    if (bytes === undefined) return undefined
+    return this.decode<T>(kind, k, bytes)
+  }
+
+  /** Start a batch of puts and deletes (see StoreBatch). */
+  batch (): StoreBatch {
+    this.checkOpen()
+    return new StoreBatch(this.level.batch())
+  }
+
+  /**
+   * Iterate the records of one kind in key order (or reverse), bounded by
+   * keys inside that kind. Throws CorruptStoreError on an undecodable value.
+   */
+  async * iterate<T> (kind: RecordKind, opts: IterateOptions = {}): AsyncGenerator<StoreEntry<T>> {
+    this.checkOpen()
+    const p = prefix(kind)
+    const range: { gt?: string, gte?: string, lt?: string, lte?: string, reverse: boolean, limit: number } = {
+      reverse: opts.reverse ?? false,
+      limit: opts.limit ?? -1
+    }
+    if (opts.gt !== undefined) range.gt = p + encodeKey(opts.gt)
+    else range.gte = p + (opts.gte === undefined ? '' : encodeKey(opts.gte))
+    if (opts.lt !== undefined) range.lt = p + encodeKey(opts.lt)
+    else if (opts.lte !== undefined) range.lte = p + encodeKey(opts.lte)
+    else range.lt = `!${kind}"` // '"' is '!' + 1: the end of this kind's key space
+    for await (const [fullKey, bytes] of this.level.iterator(range)) {
+      const key = fullKey.slice(p.length)
+      yield { key, value: this.decode<T>(kind, key, bytes) }
+    }
+  }
+
+  /** Close the database; later calls throw StoreClosedError. Closing twice is allowed. */
+  async close (): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.level.close()
+  }
+
+  private decode<T> (kind: RecordKind, key: string, bytes: Uint8Array): T {
+    try {
+      return packr.unpack(bytes) as T
+    } catch (err) {
+      throw new CorruptStoreError(
+        `metadata record ${kind}/${key} in ${this.location} is not valid msgpack; run \`rewindfs verify\``,
+        { path: this.location, kind, key, cause: err })
+    }
+  }
+
+  private checkOpen (): void {
+    if (this.closed) throw new StoreClosedError(`store database ${this.location} is closed`, { path: this.location })
+  }
+}
+
+function openError (location: string, err: unknown): StoreError {
+  const cause = (err as { cause?: { code?: string } }).cause
+  const code = cause?.code ?? (err as { code?: string }).code
+  if (code === 'LEVEL_LOCKED') {
+    return new StoreLockedError(
+      `store database ${location} is locked by another process (is another rewindfs daemon running on this store?)`,
+      { path: location, cause: err })
+  }
+  const what = code === 'LEVEL_CORRUPTION' ? 'is corrupt' : 'cannot be opened'
+  return new CorruptStoreError(
+    `store database ${location} ${what} (${String((cause as Error | undefined)?.message ?? (err as Error).message)}); ` +
+    'run `rewindfs verify --repair` (LevelDB repair, then the block index rebuilt from the packs), or restore the store directory from a backup',
+    { path: location, cause: err })
+}
