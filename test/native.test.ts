@@ -43,8 +43,8 @@ const NOW = 1700000000000000000n
 const nodes = new Map<string, Node>()
 const fhs = new Map<number, Node>()
 let nextFh = 10
-const log: { create: Array<{ path: string, mode: number, flags: number }>, utimens: Array<{ path: string, atime: bigint | null, mtime: bigint | null }>, ctx: FuseContext[], nullPathOps: string[] } =
-  { create: [], utimens: [], ctx: [], nullPathOps: [] }
+const log: { create: Array<{ path: string, mode: number, flags: number }>, utimens: Array<{ path: string, atime: bigint | null, mtime: bigint | null }>, ctx: FuseContext[], nullPathOps: string[], opendir: number[] } =
+  { create: [], utimens: [], ctx: [], nullPathOps: [], opendir: [] }
 
 function file (data: string, mode = 0o100644): Node {
   return { mode, data: Buffer.from(data), atime: NOW, mtime: NOW, ctime: NOW }
@@ -57,6 +57,10 @@ function statOf (n: Node): Stat {
 
 const ops: FuseOps = {
   getattr (path, cb) {
+    if (path === '/slow') {
+      setTimeout(() => cb(Fuse.ENOENT), 800)
+      return
+    }
     if (path === '/whoami') {
       const c = fuse.context()
       if (c) log.ctx.push(c)
@@ -79,6 +83,13 @@ const ops: FuseOps = {
       if (k !== '/' && k.startsWith(prefix) && !k.slice(prefix.length).includes('/')) names.push(k.slice(prefix.length))
     }
     cb(0, names)
+  },
+  opendir (_path, flags, cb) {
+    log.opendir.push(flags)
+    cb(0, 0)
+  },
+  releasedir (_path, _fh, cb) {
+    cb(0)
   },
   open (path, _flags, cb) {
     const n = nodes.get(path)
@@ -315,6 +326,29 @@ t.test('invalidation: batches are serialised, bad items -EINVAL, root inode', as
   t.same(rs[2]!.results, [Fuse.ENOENT], 'inval_entry of an uncached name')
   const nodesList = fuse.listNodes()
   t.ok(nodesList.some((n) => n[0] === 1 && n[2] === '/'), 'listNodes has the root')
+})
+
+t.test('opendir gets the real open flags', async (t) => {
+  log.opendir.length = 0
+  const r = await run('ls', ['-a', mnt])
+  t.equal(r.code, 0)
+  t.ok(log.opendir.length > 0, 'opendir called')
+  t.ok(log.opendir[0]! & O.DIRECTORY, 'O_DIRECTORY present: 0o' + log.opendir[0]!.toString(8))
+})
+
+t.test('invalidation runs off the JS thread while a LOOKUP in that dir waits for JS', async (t) => {
+  const child = run('stat', [join(mnt, 'slow')]) // getattr('/slow') answers after 800 ms
+  await new Promise((resolve) => setTimeout(resolve, 150))
+  let timerAt = 0
+  const t0 = Date.now()
+  const timer = setTimeout(() => { timerAt = Date.now() - t0 }, 20)
+  const r = await fuse.invalidate([[0, 1, 'slow']])
+  const total = Date.now() - t0
+  clearTimeout(timer)
+  await child
+  t.ok(timerAt > 0 && timerAt < total, `JS timer fired after ${timerAt} ms while the batch took ${total} ms`)
+  t.ok(r.ms > 300, `notify waited for the lookup on the native thread (${r.ms.toFixed(1)} ms)`)
+  t.equal(r.results.length, 1)
 })
 
 t.test('unlink of an open file leaves no .fuse_hidden and I/O still works (hard_remove + nullpath_ok)', async (t) => {
