@@ -1,0 +1,396 @@
+/**
+ * Generations, checkpoints and branches: sealing the live generation
+ * (checkpoint) and swapping to an earlier one (restore), with their records
+ * in the store.
+ *
+ * Commit order of a checkpoint (FORMAT.md "Read and write ordering"): the
+ * cut is taken synchronously on the JavaScript thread (every FUSE operation
+ * that completed is in, none that starts later is) → pack bytes → fsync →
+ * one LevelDB batch (block index, inode table nodes and records, context,
+ * checkpoint, branch, state) written with sync → acknowledge.
+ *
+ * Costs: mark is O(inodes and blocks dirtied since the last checkpoint);
+ * restore is O(inodes that differ) reads and kernel invalidations; neither
+ * looks at unchanged inodes.
+ */
+import { createHash } from 'node:crypto'
+import type { CheckpointId, GenerationId, Ino } from './types.js'
+import { type InodeRecord, decodeRecord, encodeRecord, S_IFMT } from './inode.js'
+import {
+  type TableNode, type TableSource, type TableSink, applyChanges, differences, loadDifferences,
+  loadRoot, lookup, persist, emptyTable
+} from './itable.js'
+import { pathIn, type Workspace } from './workspace.js'
+import { type StoreDb, type StoreBatch, packr } from './store/db.js'
+import type { CheckpointInfo, DiffEntry, RestoreInfo } from './api.js'
+import { ApiError } from '../proto/errors.js'
+
+/** Persisted checkpoint (kind `checkpoint`, key = id). */
+export interface CheckpointRecord {
+  id: CheckpointId
+  generation: GenerationId
+  /** id of the inode table root */
+  root: number
+  label: string | null
+  /** ms since the epoch */
+  time: number
+  branch: string
+  parent: CheckpointId | null
+  inodes: number
+  dirtyBytes: number
+  ms: number
+  /** sha256 (hex) of the msgpack-encoded context in kind `context`, or null */
+  context: string | null
+  /** segment metadata given with the mark */
+  meta: unknown
+}
+
+/** Persisted branch (kind `branch`, key = name). */
+export interface BranchRecord {
+  name: string
+  /** checkpoint the branch started from (null for the first) */
+  base: CheckpointId | null
+  /** newest checkpoint on the branch */
+  head: CheckpointId | null
+  /** ms since the epoch */
+  created: number
+}
+
+/** The store's mutable state (kind `meta`, key `state`). */
+export interface StoreState {
+  nextId: number
+  nextCheckpoint: number
+  nextGeneration: number
+  nextBranch: number
+  nextIno: number
+  branch: string
+  head: CheckpointId | null
+  generation: GenerationId
+  /** current mount session (incremented by each unmount that writes the workspace back) */
+  session: number
+  /** true while mounted; a mount that finds it true knows the daemon died */
+  mounted: boolean
+  /** inodes in the live generation's base table */
+  inodes: number
+}
+
+/** A kernel cache invalidation item (fuse/binding.ts): [3, path] entry, [4, path, 0, 0] inode, [1, 1, 0, 0] root. */
+export type InvalidationItem = [3, string] | [4, string, number, number] | [1, number, number, number]
+
+/** Serialises marks and restores: one at a time, in call order. */
+class Mutex {
+  private tail: Promise<unknown> = Promise.resolve()
+  run<T> (fn: () => Promise<T>): Promise<T> {
+    const p = this.tail.then(fn, fn)
+    this.tail = p.catch(() => {})
+    return p
+  }
+}
+
+/** Checkpoint and restore over one store. */
+export class Generations implements TableSource {
+  readonly nodes = new Map<number, TableNode>()
+  readonly records = new Map<number, InodeRecord>()
+  readonly checkpoints = new Map<CheckpointId, CheckpointRecord>()
+  readonly branches = new Map<string, BranchRecord>()
+  private readonly roots = new Map<CheckpointId, TableNode>()
+  private readonly mutex = new Mutex()
+  /** inode count of the live generation, kept incrementally */
+  inodes: number
+
+  constructor (readonly db: StoreDb, readonly blocks: { sync(): Promise<void>, commitTo(b: StoreBatch): void }, public state: StoreState) {
+    this.inodes = state.inodes
+  }
+
+  /** Reads the state, checkpoints and branches of a store (a new store gets a fresh state). */
+  static async open (db: StoreDb, blocks: { sync(): Promise<void>, commitTo(b: StoreBatch): void }): Promise<Generations> {
+    const state = await db.get<StoreState>('meta', 'state') ?? {
+      nextId: 1, nextCheckpoint: 1, nextGeneration: 2, nextBranch: 1, nextIno: 2,
+      branch: 'main', head: null, generation: 1, session: 1, mounted: false, inodes: 0
+    }
+    const g = new Generations(db, blocks, state)
+    for await (const e of db.iterate<CheckpointRecord>('checkpoint')) g.checkpoints.set(e.value.id, e.value)
+    for await (const e of db.iterate<BranchRecord>('branch')) g.branches.set(e.value.name, e.value)
+    if (!g.branches.has(state.branch)) g.branches.set(state.branch, { name: state.branch, base: null, head: state.head, created: Date.now() })
+    return g
+  }
+
+  // ---- TableSource ------------------------------------------------------
+
+  async loadNode (id: number): Promise<{ l: number, k: [number, number][] }> {
+    const v = await this.db.get<any>('node', id)
+    if (!v || typeof v.l !== 'number') throw new ApiError('E_CORRUPT', `inode table node ${id} is missing from the store; run rewindfs verify`)
+    return v
+  }
+
+  async loadRecord (id: number): Promise<InodeRecord> {
+    const v = await this.db.get<any>('node', id)
+    if (!v || typeof v.ino !== 'number') throw new ApiError('E_CORRUPT', `inode record ${id} is missing from the store; run rewindfs verify`)
+    return decodeRecord(v)
+  }
+
+  /** The inode table of a checkpoint, with nothing below its root loaded yet. */
+  async tableOf (id: CheckpointId): Promise<TableNode> {
+    const hit = this.roots.get(id)
+    if (hit) return hit
+    const cp = this.checkpoint(id)
+    const t = cp.root === 0 ? emptyTable() : await loadRoot(this, cp.root, this.nodes)
+    this.roots.set(id, t)
+    return t
+  }
+
+  /** A checkpoint record; unknown id → ApiError E_UNKNOWN_CHECKPOINT. */
+  checkpoint (id: CheckpointId): CheckpointRecord {
+    const cp = this.checkpoints.get(id)
+    if (!cp) {
+      const known = [...this.checkpoints.keys()]
+      throw new ApiError('E_UNKNOWN_CHECKPOINT', `no checkpoint ${id}; known checkpoints are ${known.length ? `${known[0]}..${known[known.length - 1]}` : 'none yet'} (see rewindfs log)`)
+    }
+    return cp
+  }
+
+  private sink (batch: StoreBatch): TableSink {
+    return {
+      nextId: () => this.state.nextId++,
+      putNode: (id, v) => { batch.put('node', id, v) },
+      putRecord: (id, r) => { batch.put('node', id, encodeRecord(r)); this.records.set(id, r) }
+    }
+  }
+
+  private writeState (batch: StoreBatch, ws: Workspace): void {
+    this.state.nextIno = ws.nextIno
+    this.state.inodes = this.inodes
+    batch.put('meta', 'state', this.state)
+  }
+
+  /** Persists the state record alone (mount flags). */
+  async saveState (ws: Workspace): Promise<void> {
+    const b = this.db.batch()
+    this.writeState(b, ws)
+    await b.write({ sync: true })
+  }
+
+  // ---- checkpoint -------------------------------------------------------
+
+  /**
+   * Seals the live generation as a checkpoint. `context` is stored
+   * content-addressed (sha256 of its msgpack bytes). Resolves once the
+   * checkpoint is durable.
+   */
+  mark (ws: Workspace, req: { label?: string, context?: unknown, meta?: unknown }): Promise<CheckpointInfo> {
+    return this.mutex.run(async () => await this.mark0(ws, req))
+  }
+
+  private async mark0 (ws: Workspace, req: { label?: string, context?: unknown, meta?: unknown }): Promise<CheckpointInfo> {
+    const t0 = performance.now()
+    // --- the cut: synchronous, nothing else runs on this thread meanwhile
+    ws.sealAll()
+    const old = ws.base
+    for (const [ino, r] of ws.dirty) {
+      const before = lookup(old, ino) !== undefined
+      if (before && r === null) this.inodes--
+      else if (!before && r !== null) this.inodes++
+    }
+    const table = applyChanges(old, ws.dirty)
+    const dirtyBytes = ws.dirtyBytes
+    ws.base = table
+    ws.dirty = new Map()
+    ws.dirtyBytes = 0
+    const batch = this.db.batch()
+    const root = persist(table, this.sink(batch))
+    const id = this.state.nextCheckpoint++
+    const generation = this.state.generation
+    this.state.generation = this.state.nextGeneration++
+    let contextKey: string | null = null
+    if (req.context !== undefined) {
+      const bytes = packr.pack(req.context)
+      contextKey = createHash('sha256').update(bytes).digest('hex')
+      batch.put('context', contextKey, { v: req.context })
+    }
+    const cp: CheckpointRecord = {
+      id, generation, root, label: req.label ?? null, time: Date.now(), branch: this.state.branch,
+      parent: this.state.head, inodes: this.inodes, dirtyBytes, ms: 0, context: contextKey, meta: req.meta ?? null
+    }
+    this.state.head = id
+    const br = this.branches.get(this.state.branch)!
+    br.head = id
+    this.roots.set(id, table)
+    // --- durability: pack bytes, fsync, then the index batch
+    await this.blocks.sync()
+    this.blocks.commitTo(batch)
+    cp.ms = performance.now() - t0
+    batch.put('checkpoint', id, cp)
+    batch.put('branch', br.name, br)
+    this.writeState(batch, ws)
+    await batch.write({ sync: true })
+    this.checkpoints.set(id, cp)
+    cp.ms = performance.now() - t0
+    return this.info(cp)
+  }
+
+  /** Wire form of a checkpoint record. */
+  info (cp: CheckpointRecord): CheckpointInfo {
+    return { id: cp.id, label: cp.label, time: cp.time, generation: cp.generation, branch: cp.branch, parent: cp.parent, inodes: cp.inodes, dirtyBytes: cp.dirtyBytes, ms: cp.ms }
+  }
+
+  /** True when the live generation has changes since its base checkpoint. */
+  isDirty (ws: Workspace): boolean { return ws.dirty.size > 0 || ws.dirtyData.size > 0 }
+
+  // ---- restore ----------------------------------------------------------
+
+  /**
+   * Makes the live workspace equal to checkpoint `id` and starts a new
+   * branch from it. Unsaved changes are first sealed as a checkpoint on the
+   * abandoned branch (label "before restore to N"), so nothing is lost.
+   * `invalidate` drops the kernel's caches of changed paths; the restore
+   * resolves when it is done.
+   */
+  restore (ws: Workspace, id: CheckpointId, invalidate: (items: InvalidationItem[]) => Promise<void>): Promise<RestoreInfo> {
+    this.checkpoint(id)
+    return this.mutex.run(async () => {
+      const t0 = performance.now()
+      if (this.isDirty(ws)) await this.mark0(ws, { label: `before restore to ${id}` })
+      const cp = this.checkpoint(id)
+      const target = await this.tableOf(id)
+      await loadDifferences(this, ws.base, target, this.nodes, this.records)
+      // --- from here synchronous until the swap
+      if (this.isDirty(ws)) await this.mark0(ws, { label: `before restore to ${id}` })
+      await loadDifferences(this, ws.base, target, this.nodes, this.records)
+      const changed = differences(ws.base, target)
+      const items = invalidationItems(ws, target, changed)
+      ws.swapTo(target)
+      this.inodes = cp.inodes
+      const name = `b${this.state.nextBranch++}`
+      const br: BranchRecord = { name, base: id, head: id, created: Date.now() }
+      this.branches.set(name, br)
+      this.state.branch = name
+      this.state.head = id
+      this.state.generation = this.state.nextGeneration++
+      const batch = this.db.batch()
+      batch.put('branch', name, br)
+      this.writeState(batch, ws)
+      await Promise.all([batch.write({ sync: true }), invalidate(items)])
+      return { checkpoint: id, branch: name, changed: changed.size, ms: performance.now() - t0 }
+    })
+  }
+
+  // ---- reading checkpoints ---------------------------------------------
+
+  /**
+   * The record of `ino` in table `t`, loading the nodes on its path (at most
+   * 4 reads) if needed.
+   */
+  async recordIn (t: TableNode, ino: Ino): Promise<InodeRecord | undefined> {
+    try { return lookup(t, ino) } catch {}
+    // load the path to ino only
+    let n: any = t
+    for (let level = 0; level < 4; level++) {
+      const s = (ino >>> (8 * (3 - level))) & 255
+      let c = n.kids[s]
+      if (c === undefined) return undefined
+      if (typeof c === 'number') {
+        if (level === 3) {
+          let r = this.records.get(c)
+          if (!r) { r = await this.loadRecord(c); this.records.set(c, r) }
+          n.kids[s] = r
+          c = r
+        } else {
+          c = await loadRoot(this, c, this.nodes)
+          n.kids[s] = c
+        }
+      }
+      n = c
+    }
+    return n as InodeRecord
+  }
+
+  /** Differences between two checkpoints (or a checkpoint and the live state), by path. */
+  async diff (ws: Workspace, a: CheckpointId, b?: CheckpointId): Promise<DiffEntry[]> {
+    const ta = await this.tableOf(a)
+    const tb = b === undefined ? applyChanges(ws.base, ws.dirty) : await this.tableOf(b)
+    await loadDifferences(this, ws.base, ta, this.nodes, this.records)
+    await loadDifferences(this, ws.base, tb, this.nodes, this.records)
+    const changed = differences(ta, tb)
+    const out: DiffEntry[] = []
+    const ga = (i: Ino): InodeRecord | undefined => lookup(ta, i)
+    const gb = (i: Ino): InodeRecord | undefined => lookup(tb, i)
+    for (const ino of changed) {
+      const x = ga(ino); const y = gb(ino)
+      if (x && y && (x.mode & S_IFMT) === (y.mode & S_IFMT) && (x.mode & S_IFMT) === 0o040000 && sameMeta(x, y)) continue
+      const path = (y ? pathIn(gb, ino) : null) ?? (x ? pathIn(ga, ino) : null) ?? `<inode ${ino}>`
+      let change: DiffEntry['change']
+      if (!x) change = 'added'
+      else if (!y) change = 'deleted'
+      else if ((x.mode & S_IFMT) !== (y.mode & S_IFMT)) change = 'type'
+      else if (!sameContent(x, y)) change = 'modified'
+      else if (pathIn(ga, ino) !== pathIn(gb, ino)) { out.push({ path: pathIn(ga, ino) ?? path, change: 'deleted' }); change = 'added' }
+      else change = 'meta'
+      out.push({ path, change })
+    }
+    out.sort((p, q) => p.path < q.path ? -1 : p.path > q.path ? 1 : 0)
+    return out
+  }
+
+  /** Context stored with a checkpoint, or null. */
+  async context (id: CheckpointId): Promise<unknown> {
+    const cp = this.checkpoint(id)
+    if (!cp.context) return null
+    const v = await this.db.get<{ v: unknown }>('context', cp.context)
+    if (!v) throw new ApiError('E_CORRUPT', `context ${cp.context} of checkpoint ${id} is missing from the store; run rewindfs verify`)
+    return v.v
+  }
+}
+
+function sameMeta (x: InodeRecord, y: InodeRecord): boolean {
+  return x.mode === y.mode && x.uid === y.uid && x.gid === y.gid && x.mtime === y.mtime && x.atime === y.atime &&
+    JSON.stringify(Object.keys(x.xattrs ?? {})) === JSON.stringify(Object.keys(y.xattrs ?? {}))
+}
+
+function sameContent (x: InodeRecord, y: InodeRecord): boolean {
+  if (x.size !== y.size || x.target !== y.target) return false
+  if (x.lower || y.lower) return x.lower?.s === y.lower?.s && x.lower?.p === y.lower?.p && !x.blocks === !y.blocks
+  if (x.blocks && y.blocks) return x.blocks.length === y.blocks.length && x.blocks.every((b, i) => b === y.blocks![i])
+  if (x.entries && y.entries) return x.entries.size === y.entries.size && [...x.entries].every(([n, i]) => y.entries!.get(n) === i)
+  return true
+}
+
+/**
+ * Kernel cache invalidations for a swap from the live state to `target`
+ * (fuse-invalidation.md §6): an entry invalidation for every old path whose
+ * inode disappears, changes type or stops being at that name; an inode
+ * invalidation (attributes and pages) for every path whose inode survives
+ * with changes; the root always. Deepest entries first.
+ */
+export function invalidationItems (ws: Workspace, target: TableNode, changed: Set<Ino>): InvalidationItem[] {
+  const entries = new Set<string>()
+  const inodes = new Set<string>()
+  const oldGet = (i: Ino): InodeRecord | undefined => ws.get(i)
+  const newGet = (i: Ino): InodeRecord | undefined => lookup(target, i)
+  const pathsOf = (get: (i: Ino) => InodeRecord | undefined, r: InodeRecord): string[] => {
+    const out: string[] = []
+    for (const [parent, name] of r.links) {
+      const pp = pathIn(get, parent)
+      if (pp !== null) out.push(pp === '/' ? `/${name}` : `${pp}/${name}`)
+    }
+    if (r.ino === 1) out.push('/')
+    return out
+  }
+  for (const ino of changed) {
+    const o = oldGet(ino)
+    if (!o) continue
+    const n = newGet(ino)
+    const oldPaths = pathsOf(oldGet, o)
+    if (!n || (n.mode & S_IFMT) !== (o.mode & S_IFMT)) { for (const p of oldPaths) if (p !== '/') entries.add(p); continue }
+    const newPaths = new Set(pathsOf(newGet, n))
+    for (const p of oldPaths) {
+      if (newPaths.has(p)) inodes.add(p)
+      else if (p !== '/') entries.add(p)
+    }
+  }
+  const items: InvalidationItem[] = []
+  const depth = (p: string): number => p.split('/').length
+  for (const p of [...entries].sort((a, b) => depth(b) - depth(a))) items.push([3, p])
+  for (const p of inodes) if (p !== '/') items.push([4, p, 0, 0])
+  items.push([1, 1, 0, 0])
+  return items
+}

@@ -1,0 +1,125 @@
+/**
+ * The inode record: everything the workspace versions about one file,
+ * directory, symlink or special file. Records inside a sealed generation are
+ * immutable; the live generation clones a record before its first change
+ * (copy-on-write, see daemon/live.ts).
+ */
+import type { BlockId, Ino } from './types.js'
+
+/** File type bits of st_mode (Linux values, <sys/stat.h>). */
+export const S_IFMT = 0o170000
+export const S_IFREG = 0o100000
+export const S_IFDIR = 0o040000
+export const S_IFLNK = 0o120000
+export const S_IFIFO = 0o010000
+export const S_IFSOCK = 0o140000
+export const S_IFCHR = 0o020000
+export const S_IFBLK = 0o060000
+
+/** Inode number of the workspace root (FUSE convention). */
+export const ROOT_INO: Ino = 1
+
+/**
+ * Where content that has not been copied into the store still lives: the
+ * workspace directory as it was when mount session `s` started, at
+ * workspace-relative path `p` ('' is the root). A file with `lower` has no
+ * `blocks` yet; a directory with `lower` has not been listed yet.
+ */
+export interface LowerRef {
+  s: number
+  p: string
+}
+
+/** One name of an inode: the directory that holds it and the entry name. */
+export type Link = [parent: Ino, name: string]
+
+/** Versioned state of one inode. Times are nanoseconds since the Unix epoch. */
+export interface InodeRecord {
+  ino: Ino
+  /** full st_mode: type bits and all 12 permission bits */
+  mode: number
+  uid: number
+  gid: number
+  /** device number for character and block devices, else 0 */
+  rdev: number
+  /** bytes for files, target length for symlinks, 0 for the rest (directories report a computed size) */
+  size: number
+  atime: bigint
+  mtime: bigint
+  ctime: bigint
+  /** names of this inode; a directory has exactly one (the root has none), a hard-linked file several */
+  links: Link[]
+  /** extended attributes, name → value; absent when there are none */
+  xattrs?: Record<string, Uint8Array>
+  /** number of subdirectories (directories only; st_nlink is 2 + subdirs) */
+  subdirs?: number
+  /** directory entries, name → ino; absent on a directory whose listing is still lower */
+  entries?: Map<string, Ino>
+  /** symlink target */
+  target?: string
+  /** file content, one BlockId per BLOCK_SIZE bytes; 0 is a hole (reads as zeros); absent while content is lower */
+  blocks?: BlockId[]
+  /** content or listing still in the lower layer */
+  lower?: LowerRef
+  /** identity of the lower file this inode came from ("dev:ino"), to join hard links of the lower layer */
+  lowerKey?: string
+}
+
+/** Type of an inode from its mode. */
+export function isDir (r: InodeRecord): boolean { return (r.mode & S_IFMT) === S_IFDIR }
+export function isFile (r: InodeRecord): boolean { return (r.mode & S_IFMT) === S_IFREG }
+export function isSymlink (r: InodeRecord): boolean { return (r.mode & S_IFMT) === S_IFLNK }
+
+/** Name of a type for messages and the protocol. */
+export function typeName (mode: number): 'file' | 'dir' | 'symlink' | 'fifo' | 'socket' | 'chardev' | 'blockdev' {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return 'file'
+    case S_IFDIR: return 'dir'
+    case S_IFLNK: return 'symlink'
+    case S_IFIFO: return 'fifo'
+    case S_IFSOCK: return 'socket'
+    case S_IFCHR: return 'chardev'
+    default: return 'blockdev'
+  }
+}
+
+/** nlink as POSIX reports it: names for non-directories; 2 + subdirectories for directories. */
+export function nlinkOf (r: InodeRecord, subdirs: number): number {
+  return isDir(r) ? 2 + subdirs : r.links.length
+}
+
+/**
+ * A shallow copy that the live generation may change without touching the
+ * sealed original: the entries map, links, blocks and xattrs are copied too
+ * (O(entries + blocks) once per inode per generation).
+ */
+export function cloneRecord (r: InodeRecord): InodeRecord {
+  const c: InodeRecord = { ...r, links: r.links.map(l => [l[0], l[1]] as Link) }
+  if (r.entries) c.entries = new Map(r.entries)
+  if (r.blocks) c.blocks = r.blocks.slice()
+  if (r.xattrs) c.xattrs = { ...r.xattrs }
+  return c
+}
+
+const clockBase = BigInt(Date.now()) * 1000000n - process.hrtime.bigint()
+
+/** Current time in ns since the epoch (wall clock at start-up plus the monotonic clock since). */
+export function nowNs (): bigint {
+  return clockBase + process.hrtime.bigint()
+}
+
+/** Plain-object form of a record for msgpack (Maps become [name, ino] pairs). */
+export function encodeRecord (r: InodeRecord): Record<string, unknown> {
+  const o: Record<string, unknown> = { ...r }
+  if (r.entries) o.entries = [...r.entries]
+  return o
+}
+
+/** Inverse of encodeRecord. */
+export function decodeRecord (o: any): InodeRecord {
+  const r = o as InodeRecord
+  if (Array.isArray(o.entries)) r.entries = new Map(o.entries as [string, Ino][])
+  for (const k of ['atime', 'mtime', 'ctime'] as const) if (typeof r[k] !== 'bigint') r[k] = BigInt(r[k] as any)
+  if (r.xattrs) for (const n of Object.keys(r.xattrs)) r.xattrs[n] = new Uint8Array(r.xattrs[n])
+  return r
+}

@@ -1,0 +1,135 @@
+/**
+ * The lower layer: the workspace directory as it was when a mount session
+ * started, read through a directory fd opened before the mount covered it
+ * (`/proc/self/fd/N/...` resolves below the mount point, not through it, so
+ * the daemon never touches its own mount). Nothing here ever writes the lower
+ * directory.
+ *
+ * Unmount writes the final state back into the directory (daemon/writeback.ts),
+ * which would change what old checkpoints' lower references point at. Before
+ * it changes a path it freezes that path: a directory's listing (with each
+ * child's stat) or a file's content (copied into blocks) is recorded for the
+ * range of sessions that saw it, and references into those sessions resolve
+ * to the frozen copy from then on (see FrozenPath).
+ */
+import fs from 'node:fs'
+import type { BlockId } from './types.js'
+import type { LowerRef } from './inode.js'
+import { FsError, EIO } from './errno.js'
+
+/** The stat fields the workspace keeps of a lower entry (times in ns). */
+export interface LowerStat {
+  mode: number
+  uid: number
+  gid: number
+  rdev: number
+  size: number
+  atime: bigint
+  mtime: bigint
+  ctime: bigint
+  nlink: number
+  /** "dev:ino" of the lower file, joins hard links */
+  key: string
+}
+
+/** One entry of a lower directory listing. */
+export interface LowerEntry { name: string, st: LowerStat }
+
+/**
+ * A frozen copy of a lower path, valid for references of sessions
+ * `from`..`to` (inclusive): a directory listing, a file's content as blocks,
+ * or `absent` for a path that did not exist in those sessions.
+ */
+export interface FrozenPath {
+  from: number
+  to: number
+  listing?: LowerEntry[]
+  blocks?: BlockId[]
+  target?: string
+}
+
+/** Converts Node's bigint lstat to LowerStat. */
+export function lowerStat (st: fs.BigIntStats): LowerStat {
+  return {
+    mode: Number(st.mode),
+    uid: Number(st.uid),
+    gid: Number(st.gid),
+    rdev: Number(st.rdev),
+    size: Number(st.size),
+    atime: st.atimeNs,
+    mtime: st.mtimeNs,
+    ctime: st.ctimeNs,
+    nlink: Number(st.nlink),
+    key: `${st.dev}:${st.ino}`
+  }
+}
+
+/** Read access to lower layers of the current and earlier sessions. */
+export class LowerLayer {
+  /**
+   * @param root path that reaches the workspace directory below the mount (`/proc/self/fd/N`)
+   * @param session number of the current mount session
+   * @param frozen frozen copies by workspace-relative path (loaded from the store at start)
+   */
+  constructor (readonly root: string, readonly session: number, readonly frozen: Map<string, FrozenPath[]>) {}
+
+  /** Absolute path of a workspace-relative lower path. */
+  pathOf (p: string): string { return p === '' ? this.root : `${this.root}/${p}` }
+
+  /** The frozen copy that answers `ref`, or undefined when the live lower directory does. */
+  frozenFor (ref: LowerRef): FrozenPath | undefined {
+    const list = this.frozen.get(ref.p)
+    if (!list) return undefined
+    return list.find(f => f.from <= ref.s && ref.s <= f.to)
+  }
+
+  /** True when the directory on disk still holds what `ref` names (not frozen). */
+  isLive (ref: LowerRef): boolean { return this.frozenFor(ref) === undefined }
+
+  /** stat of the lower root (the workspace directory itself). */
+  statRoot (): LowerStat { return lowerStat(fs.lstatSync(this.root, { bigint: true })) }
+
+  /** Listing of a lower directory with each child's stat. Throws FsError(EIO) when it cannot be read. */
+  list (ref: LowerRef): LowerEntry[] {
+    const f = this.frozenFor(ref)
+    if (f) {
+      if (!f.listing) throw new FsError(EIO, `frozen lower path ${ref.p} is not a directory`)
+      return f.listing
+    }
+    const dir = this.pathOf(ref.p)
+    try {
+      const names = fs.readdirSync(dir)
+      const out: LowerEntry[] = []
+      for (const name of names) {
+        out.push({ name, st: lowerStat(fs.lstatSync(`${dir}/${name}`, { bigint: true })) })
+      }
+      return out
+    } catch (e: any) {
+      throw new FsError(EIO, `cannot read lower directory ${ref.p || '.'}: ${e.message}`)
+    }
+  }
+
+  /** Target of a lower symlink. */
+  readlink (ref: LowerRef): string {
+    const f = this.frozenFor(ref)
+    if (f?.target !== undefined) return f.target
+    return fs.readlinkSync(this.pathOf(ref.p))
+  }
+
+  /**
+   * Content source of a lower file: frozen blocks, or an fd opened read-only
+   * on the live lower file (the caller closes it).
+   */
+  openContent (ref: LowerRef): { blocks: BlockId[] } | { fd: number } {
+    const f = this.frozenFor(ref)
+    if (f) {
+      if (!f.blocks) throw new FsError(EIO, `frozen lower path ${ref.p} is not a file`)
+      return { blocks: f.blocks }
+    }
+    try {
+      return { fd: fs.openSync(this.pathOf(ref.p), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW) }
+    } catch (e: any) {
+      throw new FsError(EIO, `cannot open lower file ${ref.p}: ${e.message}`)
+    }
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * The websocket server: decodes, validates (proto/validate.ts) and dispatches
+ * requests to a RewindApi, replies in the request's encoding, and pushes
+ * events to subscribed connections. Wire format: proto/PROTOCOL.md.
+ *
+ * Security (DESIGN.md "Protocol"): listens only on loopback or a unix socket
+ * (mode 0600); the upgrade is refused with 403 when it carries an Origin
+ * header (a browser) and with 401 unless it carries `Authorization: Bearer
+ * <token>` (compared in constant time), before any message is read; incoming
+ * messages are bounded by maxPayload (ws closes with 1009); no request reaches
+ * the api before every field has been validated.
+ *
+ * States: LISTENING after startServer resolves, CLOSED after close(); close()
+ * closes every connection with 1001 and stops listening.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { promises as fs } from 'node:fs'
+import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http'
+import { isIP, type AddressInfo } from 'node:net'
+import { WebSocketServer, WebSocket } from 'ws'
+import { codec } from '../proto/codec.js'
+import { ApiError, isErrorCode, ProtoError, type WireError } from '../proto/errors.js'
+import { EVENTS, OPS, type Encoding, type Event, type EventName, type HelloInfo, type Request, type RequestId } from '../proto/messages.js'
+import { MAX_READ_LENGTH, peekId, validateRequest } from '../proto/validate.js'
+import { SUPPORTED_VERSIONS } from '../proto/version.js'
+import type { RewindApi } from './api.js'
+
+/** Default bound on an incoming message, bytes (64 MiB). */
+export const DEFAULT_MAX_PAYLOAD = 64 * 1024 * 1024
+
+/** Server name reported by hello. */
+export const SERVER_NAME = 'rewindfs/0.1.0'
+
+/** Options of startServer. */
+export interface ServerOptions {
+  /** the operations served */
+  api: RewindApi
+  /** the token clients must present (daemon/token.ts) */
+  token: string
+  /** loopback address to listen on: 127.x.x.x, ::1 or localhost; default 127.0.0.1. Anything else is refused. Ignored with socketPath. */
+  host?: string
+  /** TCP port; default 0 (any free port, see RewindServer.port). Ignored with socketPath. */
+  port?: number
+  /** listen on this unix socket path instead of TCP (chmod 0600 after listen) */
+  socketPath?: string
+  /** largest incoming message, bytes; default DEFAULT_MAX_PAYLOAD (64 MiB). Larger frames close the connection with 1009. Replies larger than this are replaced by E_TOO_LARGE. */
+  maxPayload?: number
+  /** push 'checkpoint' and 'restore' events after successful mark/restore requests; default true. Set false when the daemon calls broadcast itself. */
+  autoEvents?: boolean
+}
+
+/** A listening server. */
+export interface RewindServer {
+  /** TCP port listened on, or null on a unix socket */
+  readonly port: number | null
+  /** unix socket path, or null on TCP */
+  readonly socketPath: string | null
+  /** Send `event` to every connection subscribed to its name, each in the encoding of its subscribe request. */
+  broadcast (event: Event): void
+  /** Number of open connections. */
+  connections (): number
+  /** Close every connection (1001) and stop listening. Idempotent. */
+  close (): Promise<void>
+}
+
+/** Per-connection state. */
+interface Conn {
+  ws: WebSocket
+  /** events this connection subscribed to */
+  events: Set<EventName>
+  /** encoding of the subscribe request; events are sent in it */
+  eventEncoding: Encoding
+}
+
+/** True for an address that can only be reached from this host. */
+export function isLoopbackHost (host: string): boolean {
+  if (host === 'localhost') return true
+  const kind = isIP(host)
+  if (kind === 4) return host.startsWith('127.')
+  if (kind === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1' || /^::ffff:127\./i.test(host)
+  return false
+}
+
+/** Constant-time token comparison (hashing first makes lengths equal). */
+function tokenMatches (given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest()
+  const b = createHash('sha256').update(expected).digest()
+  return timingSafeEqual(a, b) && given.length === expected.length
+}
+
+/** The token of an upgrade request, from `Authorization: Bearer <token>`, or null. */
+function bearerToken (req: IncomingMessage): string | null {
+  const h = req.headers.authorization
+  if (typeof h !== 'string') return null
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(h)
+  return m ? m[1] : null
+}
+
+/** Turn anything thrown into a wire error: ApiError (or a look-alike) keeps its code; the rest is E_INTERNAL. */
+export function toWireError (err: unknown): WireError {
+  if (err instanceof ApiError) return err.toWire()
+  if (typeof err === 'object' && err !== null) {
+    const e = err as { code?: unknown; message?: unknown; details?: unknown }
+    if (isErrorCode(e.code) && typeof e.message === 'string') {
+      const w: WireError = { code: e.code, message: e.message }
+      if (e.details !== undefined) w.details = e.details
+      return w
+    }
+    if (typeof e.message === 'string') return { code: 'E_INTERNAL', message: e.message }
+  }
+  return { code: 'E_INTERNAL', message: String(err) }
+}
+
+/**
+ * Start serving `api`. Resolves once listening. Throws (rejects) on a
+ * non-loopback host, an empty token, or a listen error.
+ */
+export async function startServer (opts: ServerOptions): Promise<RewindServer> {
+  const { api, token } = opts
+  const maxPayload = opts.maxPayload ?? DEFAULT_MAX_PAYLOAD
+  const autoEvents = opts.autoEvents ?? true
+  const host = opts.host ?? '127.0.0.1'
+  if (typeof token !== 'string' || token.length === 0) throw new Error('startServer: a token is required')
+  if (opts.socketPath === undefined && !isLoopbackHost(host)) {
+    throw new Error(`startServer: refusing to listen on non-loopback host ${host}; use 127.0.0.1, ::1 or a unix socket`)
+  }
+  if (!Number.isInteger(maxPayload) || maxPayload < 1024) throw new Error('startServer: maxPayload must be an integer >= 1024')
+
+  const conns = new Set<Conn>()
+  const http: HttpServer = createServer((_req, res) => {
+    res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket', Connection: 'close' })
+    res.end('rewindfs: websocket only (see proto/PROTOCOL.md)\n')
+  })
+  const wss = new WebSocketServer({
+    server: http,
+    maxPayload,
+    perMessageDeflate: false,
+    clientTracking: false,
+    verifyClient: (info: { req: IncomingMessage }, cb: (ok: boolean, code?: number, message?: string, headers?: Record<string, string>) => void) => {
+      const h = info.req.headers
+      if (h.origin !== undefined || h['sec-websocket-origin'] !== undefined) {
+        cb(false, 403, 'Forbidden: browser origins are refused')
+        return
+      }
+      const given = bearerToken(info.req)
+      if (given === null || !tokenMatches(given, token)) {
+        cb(false, 401, 'Unauthorized', { 'WWW-Authenticate': 'Bearer' })
+        return
+      }
+      cb(true)
+    },
+  })
+
+  const hello = (v: number): HelloInfo => ({
+    protocol: v,
+    versions: [...SUPPORTED_VERSIONS],
+    server: SERVER_NAME,
+    ops: [...OPS],
+    events: [...EVENTS],
+    encodings: ['msgpack', 'json'],
+    maxPayload,
+    maxRead: MAX_READ_LENGTH,
+  })
+
+  function send (c: Conn, msg: unknown, encoding: Encoding): void {
+    if (c.ws.readyState !== WebSocket.OPEN) return
+    let frame = codec.encode(msg, encoding)
+    const size = typeof frame === 'string' ? Buffer.byteLength(frame) : frame.byteLength
+    if (size > maxPayload) {
+      const id = (msg as { id?: RequestId | null }).id ?? null
+      if (!('id' in (msg as object))) return // an oversized event is dropped
+      frame = codec.encode({ id, error: { code: 'E_TOO_LARGE', message: `reply of ${size} bytes exceeds maxPayload ${maxPayload}`, details: { size, maxPayload } } }, encoding)
+    }
+    c.ws.send(frame, { binary: typeof frame !== 'string' })
+  }
+
+  function broadcast (event: Event): void {
+    for (const c of conns) if (c.events.has(event.event)) send(c, event, c.eventEncoding)
+  }
+
+  /** Dispatch a validated request; returns the result for `ok`. */
+  async function dispatch (c: Conn, req: Request, encoding: Encoding): Promise<unknown> {
+    switch (req.op) {
+      case 'hello': return hello(req.v)
+      case 'status': return await api.status()
+      case 'mark': {
+        const a: { label?: string; context?: unknown; meta?: unknown } = {}
+        if (req.label !== undefined) a.label = req.label
+        if (req.context !== undefined) a.context = req.context
+        if (req.meta !== undefined) a.meta = req.meta
+        const r = await api.mark(a)
+        if (autoEvents) broadcast({ event: 'checkpoint', checkpoint: r })
+        return r
+      }
+      case 'restore': {
+        const r = await api.restore({ id: req.checkpoint })
+        if (autoEvents) broadcast({ event: 'restore', restore: r })
+        return r
+      }
+      case 'log': return await api.log(opt({ branch: req.branch, limit: req.limit }))
+      case 'diff': return await api.diff(opt({ a: req.a, b: req.b }))
+      case 'stat': return await api.stat(opt({ id: req.checkpoint, path: req.path }))
+      case 'readdir': return await api.readdir(opt({ id: req.checkpoint, path: req.path }))
+      case 'read': return await api.read(opt({ id: req.checkpoint, path: req.path, offset: req.offset, length: req.length }))
+      case 'context': return await api.context({ id: req.checkpoint })
+      case 'export': return await api.export({ id: req.checkpoint, dir: req.dir })
+      case 'unmount': return await api.unmount(opt({ discard: req.discard }))
+      case 'subscribe': {
+        c.events = new Set(req.events ?? EVENTS)
+        c.eventEncoding = encoding
+        return { events: [...c.events] }
+      }
+    }
+  }
+
+  async function onMessage (c: Conn, data: Buffer, isBinary: boolean): Promise<void> {
+    let encoding: Encoding = isBinary ? 'msgpack' : 'json'
+    let id: RequestId | null = null
+    try {
+      const d = codec.decode(data, isBinary)
+      encoding = d.encoding
+      id = peekId(d.msg)
+      const req = validateRequest(d.msg)
+      const result = await dispatch(c, req, encoding)
+      send(c, { id: req.id, ok: result === undefined ? null : result }, encoding)
+    } catch (err) {
+      if (err instanceof ProtoError && err.id !== null) id = err.id
+      send(c, { id, error: toWireError(err) }, encoding)
+    }
+  }
+
+  wss.on('connection', (ws: WebSocket) => {
+    const c: Conn = { ws, events: new Set(), eventEncoding: 'msgpack' }
+    conns.add(c)
+    ws.on('message', (data: Buffer, isBinary: boolean) => { void onMessage(c, data, isBinary) })
+    ws.on('error', () => { /* oversized (1009) or invalid frames: ws closes the connection itself */ })
+    ws.on('close', () => { conns.delete(c) })
+  })
+
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject)
+    const done = (): void => { http.off('error', reject); resolve() }
+    if (opts.socketPath !== undefined) http.listen(opts.socketPath, done)
+    else http.listen(opts.port ?? 0, host, done)
+  })
+  if (opts.socketPath !== undefined) await fs.chmod(opts.socketPath, 0o600)
+  const addr = http.address()
+  const port = opts.socketPath === undefined && addr !== null && typeof addr === 'object' ? (addr as AddressInfo).port : null
+
+  let closing: Promise<void> | null = null
+  return {
+    port,
+    socketPath: opts.socketPath ?? null,
+    broadcast,
+    connections: () => conns.size,
+    close () {
+      closing ??= (async () => {
+        const gone: Promise<void>[] = []
+        for (const c of conns) {
+          gone.push(new Promise(resolve => {
+            if (c.ws.readyState === WebSocket.CLOSED) { resolve(); return }
+            const t = setTimeout(() => { c.ws.terminate(); resolve() }, 1000)
+            c.ws.once('close', () => { clearTimeout(t); resolve() })
+            c.ws.close(1001, 'server closing')
+          }))
+        }
+        await Promise.all(gone)
+        await new Promise<void>(resolve => wss.close(() => resolve()))
+        await new Promise<void>(resolve => http.close(() => resolve()))
+      })()
+      return closing
+    },
+  }
+}
+
+/** Copy `o` without its undefined values, typed as the api argument it becomes. */
+function opt<T extends Record<string, unknown>> (o: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v
+  return out as { [K in keyof T]: Exclude<T[K], undefined> }
+}

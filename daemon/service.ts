@@ -1,0 +1,178 @@
+/**
+ * RewindApi over one mounted workspace: the operations the websocket server
+ * dispatches, each mapped to the workspace, the generations or the tree
+ * writer. Paths arrive validated by proto/ (workspace-relative, no '..').
+ */
+import type { CheckpointId } from './types.js'
+import type { CheckpointInfo, DiffEntry, RestoreInfo, RewindApi, StatInfo, StatusInfo } from './api.js'
+import { type InodeRecord, ROOT_INO, isDir, isFile, typeName } from './inode.js'
+import type { Workspace } from './workspace.js'
+import type { Generations, InvalidationItem } from './generations.js'
+import { lookup, type TableNode } from './itable.js'
+import { ApiError } from '../proto/errors.js'
+import { FsError } from './errno.js'
+
+/** Largest read over the protocol, bytes (16 MiB). */
+export const MAX_READ = 16 * 1024 * 1024
+
+export interface ServiceDeps {
+  workspace: Workspace
+  generations: Generations
+  workspacePath: string
+  storePath: string
+  protocol: number
+  /** drops kernel caches (the FUSE mount) */
+  invalidate: (items: InvalidationItem[]) => Promise<void>
+  /** writes a checkpoint's tree to a directory */
+  exportTo: (id: CheckpointId, dir: string) => Promise<{ files: number, bytes: number }>
+  /** unmounts and ends the daemon */
+  unmount: (discard: boolean) => Promise<void>
+}
+
+/** The daemon's RewindApi. */
+export class Service implements RewindApi {
+  constructor (private readonly d: ServiceDeps) {}
+
+  async status (): Promise<StatusInfo> {
+    const g = this.d.generations
+    return {
+      workspace: this.d.workspacePath,
+      store: this.d.storePath,
+      branch: g.state.branch,
+      head: g.state.head,
+      generation: g.state.generation,
+      checkpoints: g.checkpoints.size,
+      inodes: g.inodes,
+      dirtyBytes: this.d.workspace.dirtyBytes,
+      pid: process.pid,
+      protocol: this.d.protocol
+    }
+  }
+
+  async mark (req: { label?: string, context?: unknown, meta?: unknown }): Promise<CheckpointInfo> {
+    return await this.d.generations.mark(this.d.workspace, req)
+  }
+
+  async restore (req: { id: CheckpointId }): Promise<RestoreInfo> {
+    return await this.d.generations.restore(this.d.workspace, req.id, this.d.invalidate)
+  }
+
+  async log (req: { branch?: string, limit?: number }): Promise<CheckpointInfo[]> {
+    const g = this.d.generations
+    const all = [...g.checkpoints.values()].filter(c => req.branch === undefined || c.branch === req.branch)
+    all.sort((a, b) => b.id - a.id)
+    return all.slice(0, req.limit ?? 100).map(c => g.info(c))
+  }
+
+  async diff (req: { a: CheckpointId, b?: CheckpointId }): Promise<DiffEntry[]> {
+    return await this.d.generations.diff(this.d.workspace, req.a, req.b)
+  }
+
+  /** Record at `path` in the table of checkpoint `id` (live when absent), or null. O(depth) lookups. */
+  private async at (id: CheckpointId | undefined, path: string): Promise<[InodeRecord | null, TableNode | null]> {
+    const parts = path.split('/').filter(p => p !== '' && p !== '.')
+    if (id === undefined) {
+      try { return [this.d.workspace.get(this.d.workspace.resolve('/' + parts.join('/')))!, null] } catch (e) {
+        if (e instanceof FsError) return [null, null]
+        throw e
+      }
+    }
+    const g = this.d.generations
+    const t = await g.tableOf(id)
+    let cur = await g.recordIn(t, ROOT_INO)
+    for (const name of parts) {
+      if (!cur || !isDir(cur)) return [null, t]
+      cur = (await this.children(t, cur)).get(name)
+    }
+    return [cur ?? null, t]
+  }
+
+  /**
+   * Children of a directory record of a sealed table. A directory that was
+   * never listed is read from its lower layer without changing the live
+   * state (those children report ino 0).
+   */
+  private async children (t: TableNode, r: InodeRecord): Promise<Map<string, InodeRecord>> {
+    const out = new Map<string, InodeRecord>()
+    if (r.entries) {
+      for (const [name, ino] of r.entries) {
+        const c = await this.d.generations.recordIn(t, ino)
+        if (c) out.set(name, c)
+      }
+      return out
+    }
+    const ref = r.lower!
+    const lower = this.d.workspace.lower
+    for (const e of lower.list(ref)) {
+      const p = ref.p === '' ? e.name : `${ref.p}/${e.name}`
+      const c: InodeRecord = {
+        ino: 0, mode: e.st.mode, uid: e.st.uid, gid: e.st.gid, rdev: e.st.rdev, size: e.st.size,
+        atime: e.st.atime, mtime: e.st.mtime, ctime: e.st.ctime, links: [[r.ino, e.name]]
+      }
+      if (isDir(c)) { c.lower = { s: ref.s, p }; c.size = 0; c.subdirs = Math.max(0, e.st.nlink - 2) } else if (isFile(c)) c.lower = { s: ref.s, p }
+      else if ((c.mode & 0o170000) === 0o120000) c.target = lower.readlink({ s: ref.s, p })
+      out.set(e.name, c)
+    }
+    return out
+  }
+
+  private statInfo (path: string, r: InodeRecord): StatInfo {
+    const s = this.d.workspace.statOf(r)
+    const out: StatInfo = {
+      path, type: typeName(r.mode), mode: r.mode, uid: r.uid, gid: r.gid, size: s.size, nlink: s.nlink, ino: r.ino,
+      mtimeNs: r.mtime.toString(), atimeNs: r.atime.toString(), ctimeNs: r.ctime.toString()
+    }
+    if (r.target !== undefined) out.target = r.target
+    return out
+  }
+
+  async stat (req: { id?: CheckpointId, path: string }): Promise<StatInfo | null> {
+    const [r] = await this.at(req.id, req.path)
+    return r ? this.statInfo(req.path, r) : null
+  }
+
+  async readdir (req: { id?: CheckpointId, path: string }): Promise<StatInfo[]> {
+    const [r, t] = await this.at(req.id, req.path)
+    if (!r) throw new ApiError('E_NOT_FOUND', `${req.path}: no such directory at ${req.id === undefined ? 'the live workspace' : `checkpoint ${req.id}`}`)
+    if (!isDir(r)) throw new ApiError('E_BAD_REQUEST', `${req.path}: not a directory`)
+    const out: StatInfo[] = []
+    const base = req.path.replace(/\/$/, '')
+    if (t) {
+      for (const [name, c] of await this.children(t, r)) out.push(this.statInfo(`${base}/${name}`, c))
+    } else {
+      for (const [name, ino] of this.d.workspace.entriesOf(r)) {
+        const c = this.d.workspace.get(ino)
+        if (c) out.push(this.statInfo(`${base}/${name}`, c))
+      }
+    }
+    return out
+  }
+
+  async read (req: { id?: CheckpointId, path: string, offset?: number, length?: number }): Promise<Uint8Array> {
+    const [r] = await this.at(req.id, req.path)
+    if (!r) throw new ApiError('E_NOT_FOUND', `${req.path}: no such file`)
+    if (!isFile(r)) throw new ApiError('E_BAD_REQUEST', `${req.path}: not a regular file`)
+    const offset = req.offset ?? 0
+    const length = Math.min(req.length ?? MAX_READ, MAX_READ, Math.max(0, r.size - offset))
+    const buf = Buffer.alloc(length)
+    const n = this.d.workspace.readRecord(r, buf, length, offset, req.id === undefined)
+    return buf.subarray(0, n)
+  }
+
+  async context (req: { id: CheckpointId }): Promise<unknown> {
+    return await this.d.generations.context(req.id)
+  }
+
+  async export (req: { id: CheckpointId, dir: string }): Promise<{ files: number, bytes: number }> {
+    this.d.generations.checkpoint(req.id)
+    return await this.d.exportTo(req.id, req.dir)
+  }
+
+  async unmount (req: { discard?: boolean }): Promise<{ discarded: boolean }> {
+    // reply first, then unmount: the caller's connection closes with the daemon
+    setImmediate(() => { this.d.unmount(req.discard === true).catch(() => {}) })
+    return { discarded: req.discard === true }
+  }
+}
+
+export { lookup }

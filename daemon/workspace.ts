@@ -1,0 +1,735 @@
+/**
+ * The live workspace: the namespace and file data of the current generation,
+ * answered synchronously from memory (fuse-native.md §8: no syscall on the
+ * metadata path). Operations take workspace paths ('/' is the root) and throw
+ * FsError with a positive errno.
+ *
+ * State = `base` (the sealed inode table the generation started from) +
+ * `dirty` (records changed since, null for removed) + `dirtyData` (unsealed
+ * block buffers of files written since). A checkpoint folds dirty into a new
+ * table (daemon/generations.ts); a restore swaps the base (swapTo).
+ *
+ * Lifetimes (go-fuse "Decisions" style):
+ * - An open handle names an inode, not a path. Unlinking the last name of an
+ *   open file moves the inode to `orphans` until the last handle closes, so
+ *   nothing is left in the namespace (no `.fuse_hidden*`) and checkpoints do
+ *   not contain it.
+ * - After a restore a handle keeps working on its inode if the inode exists
+ *   in the restored state (it sees the restored content); otherwise every
+ *   operation on it fails with ESTALE ("Stale file handle").
+ * - atime is not updated by reads (as with the noatime mount option), so
+ *   reading never dirties the generation.
+ */
+import fs from 'node:fs'
+import { BLOCK_SIZE, type BlockId, type Ino } from './types.js'
+import {
+  type InodeRecord, type Link, ROOT_INO, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO,
+  cloneRecord, isDir, isFile, isSymlink, nowNs
+} from './inode.js'
+import { type TableNode, lookup } from './itable.js'
+import { LowerLayer, type LowerStat } from './lower.js'
+import {
+  fail, ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, EPERM, ESTALE, ENODATA,
+  ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG
+} from './errno.js'
+
+/** The block store as the workspace uses it (daemon/store/blocks.ts implements it). */
+export interface Blocks {
+  /** stores bytes (≤ BLOCK_SIZE), dedup confirmed byte-for-byte; returns its id */
+  put(data: Uint8Array): BlockId
+  /** copies up to `length` stored bytes from `fromByte` of block `id` into target; returns bytes copied */
+  readInto(id: BlockId, target: Buffer, targetOffset: number, fromByte: number, length: number): number
+}
+
+/** Who is asking: from the FUSE request context. */
+export interface Caller { uid: number, gid: number }
+
+/** The stat the adapter hands to the kernel. Times in ns since the epoch. */
+export interface Stat {
+  mode: number; uid: number; gid: number; size: number; nlink: number; ino: number; rdev: number
+  blksize: number; blocks: number; atime: bigint; mtime: bigint; ctime: bigint
+}
+
+interface Handle { ino: Ino, flags: number }
+
+const O_ACCMODE = 3
+const O_APPEND = fs.constants.O_APPEND
+const XATTR_CREATE = 1
+const XATTR_REPLACE = 2
+/** Largest xattr value accepted, bytes (Linux XATTR_SIZE_MAX). */
+const XATTR_SIZE_MAX = 65536
+/** Largest file size, bytes: 2^53 (JavaScript integers stay exact below it). */
+const MAX_FILE_SIZE = Number.MAX_SAFE_INTEGER
+/** Unsealed block buffers above this many bytes are sealed into packs at once (bounds memory). */
+export const DIRTY_DATA_LIMIT = 256 * 1024 * 1024
+
+export interface WorkspaceOptions {
+  blocks: Blocks
+  lower: LowerLayer
+  /** table the live generation starts from */
+  base: TableNode
+  /** next inode number to allocate (never reused across branches) */
+  nextIno: number
+}
+
+/** The live generation of one mounted workspace. */
+export class Workspace {
+  readonly blocks: Blocks
+  lower: LowerLayer
+  base: TableNode
+  /** records changed in this generation; null = removed */
+  dirty = new Map<Ino, InodeRecord | null>()
+  /** unsealed block buffers (each BLOCK_SIZE bytes) of files written in this generation */
+  dirtyData = new Map<Ino, Map<number, Buffer>>()
+  /** bytes written since the last checkpoint (reported, not a limit) */
+  dirtyBytes = 0
+  /** bytes held in dirtyData */
+  dirtyDataBytes = 0
+  /** inodes unlinked while open: alive until their last handle closes */
+  orphans = new Map<Ino, InodeRecord>()
+  nextIno: number
+  private readonly handles = new Map<number, Handle>()
+  private readonly openCount = new Map<Ino, number>()
+  private nextFh = 1
+  /** read fds on lower files, by ino; closed when the inode leaves the lower layer or at close() */
+  private readonly lowerFds = new Map<Ino, number>()
+  /** lower "dev:ino" → our ino, so hard links of the lower layer stay one inode */
+  private readonly lowerKeys = new Map<string, Ino>()
+
+  constructor (o: WorkspaceOptions) {
+    this.blocks = o.blocks
+    this.lower = o.lower
+    this.base = o.base
+    this.nextIno = o.nextIno
+  }
+
+  // ---- records ----------------------------------------------------------
+
+  /** Record of `ino` in the live state (orphans included), or undefined. */
+  get (ino: Ino): InodeRecord | undefined {
+    if (this.dirty.has(ino)) return this.dirty.get(ino) ?? this.orphans.get(ino)
+    return lookup(this.base, ino) ?? this.orphans.get(ino)
+  }
+
+  private must (ino: Ino): InodeRecord {
+    const r = this.get(ino)
+    if (!r) fail(ESTALE, `inode ${ino} no longer exists (it was removed or a restore replaced it)`)
+    return r
+  }
+
+  /** A record this generation may change: cloned from the sealed one on first change. */
+  mutable (ino: Ino): InodeRecord {
+    const d = this.dirty.get(ino)
+    if (d) return d
+    const o = this.orphans.get(ino)
+    if (o) return o
+    const r = lookup(this.base, ino)
+    if (!r) fail(ESTALE, `inode ${ino} no longer exists`)
+    const c = cloneRecord(r)
+    this.dirty.set(ino, c)
+    return c
+  }
+
+  private allocIno (): Ino {
+    const ino = this.nextIno++
+    if (ino >= 2 ** 32) fail(EFBIG, 'out of inode numbers (2^32 created)')
+    return ino
+  }
+
+  private newRecord (mode: number, caller: Caller, parent: InodeRecord): InodeRecord {
+    const t = nowNs()
+    let gid = caller.gid
+    if (parent.mode & 0o2000) { gid = parent.gid; if ((mode & S_IFMT) === S_IFDIR) mode |= 0o2000 }
+    const r: InodeRecord = { ino: this.allocIno(), mode, uid: caller.uid, gid, rdev: 0, size: 0, atime: t, mtime: t, ctime: t, links: [] }
+    this.dirty.set(r.ino, r)
+    return r
+  }
+
+  // ---- lower layer ------------------------------------------------------
+
+  /** Record for a lower entry listed under `dir` (or the existing inode of a lower hard link). */
+  private fromLower (dir: InodeRecord, name: string, st: LowerStat, subpath: string): InodeRecord {
+    const type = st.mode & S_IFMT
+    if (type !== S_IFDIR && st.nlink > 1) {
+      const known = this.lowerKeys.get(st.key)
+      if (known !== undefined && this.get(known)) {
+        const k = this.mutable(known)
+        k.links.push([dir.ino, name])
+        return k
+      }
+    }
+    const r: InodeRecord = {
+      ino: this.allocIno(), mode: st.mode, uid: st.uid, gid: st.gid, rdev: st.rdev, size: st.size,
+      atime: st.atime, mtime: st.mtime, ctime: st.ctime, links: [[dir.ino, name]]
+    }
+    const ref = { s: dir.lower!.s, p: subpath }
+    if (type === S_IFDIR) { r.lower = ref; r.size = 0; r.subdirs = Math.max(0, st.nlink - 2) }
+    else if (type === S_IFREG) { r.lower = ref; if (st.nlink > 1) { r.lowerKey = st.key; this.lowerKeys.set(st.key, r.ino) } }
+    else if (type === S_IFLNK) r.target = this.lower.readlink(ref)
+    this.dirty.set(r.ino, r)
+    return r
+  }
+
+  /** Lists a directory still in the lower layer into records (once per directory). */
+  private listed (r: InodeRecord): InodeRecord {
+    if (r.entries || !isDir(r)) return r
+    const m = this.mutable(r.ino)
+    if (m.entries) return m
+    const ref = m.lower!
+    const entries = new Map<string, Ino>()
+    let subdirs = 0
+    for (const e of this.lower.list(ref)) {
+      const c = this.fromLower(m, e.name, e.st, ref.p === '' ? e.name : `${ref.p}/${e.name}`)
+      entries.set(e.name, c.ino)
+      if (isDir(c)) subdirs++
+    }
+    m.entries = entries
+    ;m.subdirs = subdirs
+    delete m.lower
+    return m
+  }
+
+  /** Registers lower hard-link keys of loaded records (start-up after a restart). */
+  noteLowerKey (r: InodeRecord): void { if (r.lowerKey) this.lowerKeys.set(r.lowerKey, r.ino) }
+
+  /** Copies a lower file's content into blocks (first write). Holes stay holes. */
+  private copyUp (m: InodeRecord): void {
+    const ref = m.lower
+    if (!ref || !isFile(m)) return
+    const src = this.lower.openContent(ref)
+    if ('blocks' in src) {
+      m.blocks = src.blocks.slice()
+    } else {
+      const blocks: BlockId[] = []
+      const buf = Buffer.allocUnsafe(BLOCK_SIZE)
+      try {
+        for (let off = 0; off < m.size; off += BLOCK_SIZE) {
+          const n = fs.readSync(src.fd, buf, 0, Math.min(BLOCK_SIZE, m.size - off), off)
+          const chunk = buf.subarray(0, n)
+          blocks.push(isZero(chunk) ? 0 : this.blocks.put(chunk))
+        }
+      } finally { fs.closeSync(src.fd) }
+      m.blocks = blocks
+    }
+    delete m.lower
+    this.closeLowerFd(m.ino)
+  }
+
+  private closeLowerFd (ino: Ino): void {
+    const fd = this.lowerFds.get(ino)
+    if (fd !== undefined) { this.lowerFds.delete(ino); try { fs.closeSync(fd) } catch {} }
+  }
+
+  // ---- paths ------------------------------------------------------------
+
+  /** The ino at `path` ('/'-separated, from the root). Throws ENOENT / ENOTDIR. */
+  resolve (path: string): Ino {
+    let cur = this.must(ROOT_INO)
+    if (path === '/' || path === '') return ROOT_INO
+    let start = path.charCodeAt(0) === 47 ? 1 : 0
+    while (start < path.length) {
+      let end = path.indexOf('/', start)
+      if (end === -1) end = path.length
+      if (end > start) {
+        const name = path.slice(start, end)
+        if (!isDir(cur)) fail(ENOTDIR, `${path}: a component is not a directory`)
+        cur = this.listed(cur)
+        const next = cur.entries!.get(name)
+        if (next === undefined) fail(ENOENT, `${path}: no such file or directory`)
+        cur = this.must(next)
+      }
+      start = end + 1
+    }
+    return cur.ino
+  }
+
+  /** Directory record and entry name of `path` (the entry may not exist). */
+  private parentOf (path: string): [InodeRecord, string] {
+    const i = path.lastIndexOf('/')
+    const name = path.slice(i + 1)
+    if (name === '' || name === '.' || name === '..') fail(EINVAL, `${path}: invalid name`)
+    if (Buffer.byteLength(name) > 255) fail(ENAMETOOLONG, `${path}: name longer than 255 bytes`)
+    const dir = this.must(this.resolve(i <= 0 ? '/' : path.slice(0, i)))
+    if (!isDir(dir)) fail(ENOTDIR, `${path}: parent is not a directory`)
+    return [this.listed(dir), name]
+  }
+
+  /** Directory entries of a directory record, listing it from the lower layer first if needed. */
+  entriesOf (r: InodeRecord): Map<string, Ino> { return this.listed(r).entries! }
+
+  /** A path of `ino` in the live state (its first name), or null when unreachable. O(depth). */
+  pathOf (ino: Ino): string | null { return pathIn(i => this.get(i), ino) }
+
+  // ---- attributes -------------------------------------------------------
+
+  /** stat of a record as the kernel sees it. */
+  statOf (r: InodeRecord): Stat {
+    const type = r.mode & S_IFMT
+    let nlink = r.links.length
+    let size = r.size
+    let blocks = Math.ceil(r.size / 512)
+    if (type === S_IFDIR) { nlink = 2 + (r.subdirs ?? 0); size = 4096; blocks = 8 }
+    else if (type === S_IFREG && r.blocks) {
+      let used = 0
+      const dd = this.dirtyData.get(r.ino)
+      for (let k = 0; k < r.blocks.length; k++) if (r.blocks[k] !== 0 || dd?.has(k)) used++
+      blocks = Math.min(blocks, used * (BLOCK_SIZE / 512))
+    }
+    return { mode: r.mode, uid: r.uid, gid: r.gid, size, nlink, ino: r.ino, rdev: r.rdev, blksize: 4096, blocks, atime: r.atime, mtime: r.mtime, ctime: r.ctime }
+  }
+
+  getattr (path: string): Stat { return this.statOf(this.must(this.resolve(path))) }
+
+  fgetattr (fh: number): Stat { return this.statOf(this.must(this.handle(fh).ino)) }
+
+  /** Names with stats, '.' and '..' first. */
+  readdir (path: string): { names: string[], stats: Stat[] } {
+    const d = this.must(this.resolve(path))
+    if (!isDir(d)) fail(ENOTDIR, `${path}: not a directory`)
+    const entries = this.entriesOf(d)
+    const names = ['.', '..']
+    const self = this.statOf(d)
+    const parent = d.links.length ? this.get(d.links[0][0]) : undefined
+    const stats = [self, parent ? this.statOf(parent) : self]
+    for (const [name, ino] of entries) {
+      const c = this.get(ino)
+      if (!c) continue
+      names.push(name)
+      stats.push(this.statOf(c))
+    }
+    return { names, stats }
+  }
+
+  readlink (path: string): string {
+    const r = this.must(this.resolve(path))
+    if (!isSymlink(r)) fail(EINVAL, `${path}: not a symlink`)
+    return r.target!
+  }
+
+  chmod (path: string, mode: number): void {
+    const m = this.mutable(this.resolve(path))
+    m.mode = (m.mode & S_IFMT) | (mode & 0o7777)
+    m.ctime = nowNs()
+  }
+
+  /** uid or gid of 0xffffffff (-1) leaves that id unchanged (chown(2)). */
+  chown (path: string, uid: number, gid: number): void {
+    const m = this.mutable(this.resolve(path))
+    if (uid !== 0xffffffff && uid !== -1) m.uid = uid
+    if (gid !== 0xffffffff && gid !== -1) m.gid = gid
+    m.ctime = nowNs()
+  }
+
+  /** Times in ns; null leaves that time unchanged (UTIME_OMIT). */
+  utimens (path: string, atime: bigint | null, mtime: bigint | null): void {
+    const m = this.mutable(this.resolve(path))
+    if (atime !== null) m.atime = atime
+    if (mtime !== null) m.mtime = mtime
+    m.ctime = nowNs()
+  }
+
+  // ---- namespace --------------------------------------------------------
+
+  private addEntry (dir: InodeRecord, name: string, child: InodeRecord): void {
+    const d = this.mutable(dir.ino)
+    d.entries!.set(name, child.ino)
+    child.links.push([d.ino, name])
+    if (isDir(child)) d.subdirs = (d.subdirs ?? 0) + 1
+    d.mtime = d.ctime = nowNs()
+  }
+
+  /** Removes entry `name` of `dir`; the inode dies with its last name unless open (then it is an orphan). */
+  private removeEntry (dir: InodeRecord, name: string): void {
+    const d = this.mutable(dir.ino)
+    const ino = d.entries!.get(name)!
+    d.entries!.delete(name)
+    const c = this.mutable(ino)
+    const i = c.links.findIndex(l => l[0] === d.ino && l[1] === name)
+    if (i >= 0) c.links.splice(i, 1)
+    if (isDir(c)) d.subdirs = Math.max(0, (d.subdirs ?? 1) - 1)
+    const t = nowNs()
+    d.mtime = d.ctime = t
+    c.ctime = t
+    if (c.links.length === 0) {
+      if ((this.openCount.get(ino) ?? 0) > 0 && !isDir(c)) this.orphans.set(ino, c)
+      else this.forget(ino)
+      this.dirty.set(ino, null)
+    }
+  }
+
+  private forget (ino: Ino): void {
+    const dd = this.dirtyData.get(ino)
+    if (dd) { this.dirtyDataBytes -= dd.size * BLOCK_SIZE; this.dirtyData.delete(ino) }
+    this.orphans.delete(ino)
+    this.closeLowerFd(ino)
+  }
+
+  private create0 (path: string, mode: number, caller: Caller, init?: (r: InodeRecord) => void): InodeRecord {
+    const [dir, name] = this.parentOf(path)
+    if (dir.entries!.has(name)) fail(EEXIST, `${path}: file exists`)
+    const r = this.newRecord(mode, caller, dir)
+    if (init) init(r)
+    this.addEntry(dir, name, r)
+    return r
+  }
+
+  mkdir (path: string, mode: number, caller: Caller): void {
+    this.create0(path, S_IFDIR | (mode & 0o7777), caller, r => { r.entries = new Map(); r.subdirs = 0 })
+  }
+
+  /** mknod for fifos, sockets and device nodes (regular files too, as mknod(2) allows). */
+  mknod (path: string, mode: number, rdev: number, caller: Caller): void {
+    const type = mode & S_IFMT || S_IFREG
+    this.create0(path, type | (mode & 0o7777), caller, r => {
+      if (type === S_IFREG) r.blocks = []
+      else r.rdev = rdev
+    })
+  }
+
+  symlink (target: string, path: string, caller: Caller): void {
+    this.create0(path, S_IFLNK | 0o777, caller, r => { r.target = target; r.size = Buffer.byteLength(target) })
+  }
+
+  unlink (path: string): void {
+    const [dir, name] = this.parentOf(path)
+    const ino = dir.entries!.get(name)
+    if (ino === undefined) fail(ENOENT, `${path}: no such file`)
+    if (isDir(this.must(ino))) fail(EISDIR, `${path}: is a directory`)
+    this.removeEntry(dir, name)
+  }
+
+  rmdir (path: string): void {
+    const [dir, name] = this.parentOf(path)
+    const ino = dir.entries!.get(name)
+    if (ino === undefined) fail(ENOENT, `${path}: no such directory`)
+    const r = this.must(ino)
+    if (!isDir(r)) fail(ENOTDIR, `${path}: not a directory`)
+    if (this.entriesOf(r).size > 0) fail(ENOTEMPTY, `${path}: directory not empty`)
+    this.removeEntry(dir, name)
+  }
+
+  link (existing: string, path: string): void {
+    const r = this.must(this.resolve(existing))
+    if (isDir(r)) fail(EPERM, `${existing}: cannot hard-link a directory`)
+    const [dir, name] = this.parentOf(path)
+    if (dir.entries!.has(name)) fail(EEXIST, `${path}: file exists`)
+    const m = this.mutable(r.ino)
+    this.addEntry(dir, name, m)
+    m.ctime = nowNs()
+  }
+
+  /** rename(2) without flags: replaces an existing target of a compatible type. */
+  rename (from: string, to: string): void {
+    const [sdir, sname] = this.parentOf(from)
+    const sino = sdir.entries!.get(sname)
+    if (sino === undefined) fail(ENOENT, `${from}: no such file or directory`)
+    const [ddir0, dname] = this.parentOf(to)
+    const src = this.must(sino)
+    const dino = ddir0.entries!.get(dname)
+    if (dino === sino) return
+    if (isDir(src)) {
+      // moving a directory below itself: walk up from the target directory
+      for (let p: InodeRecord | undefined = ddir0; p; p = p.links.length ? this.get(p.links[0][0]) : undefined) {
+        if (p.ino === sino) fail(EINVAL, `${to}: cannot move a directory into itself`)
+        if (p.ino === ROOT_INO) break
+      }
+    }
+    if (dino !== undefined) {
+      const dst = this.must(dino)
+      if (isDir(src) && !isDir(dst)) fail(ENOTDIR, `${to}: not a directory`)
+      if (!isDir(src) && isDir(dst)) fail(EISDIR, `${to}: is a directory`)
+      if (isDir(dst) && this.entriesOf(dst).size > 0) fail(ENOTEMPTY, `${to}: directory not empty`)
+      this.removeEntry(ddir0, dname)
+    }
+    const s = this.mutable(sdir.ino)
+    s.entries!.delete(sname)
+    const c = this.mutable(sino)
+    const i = c.links.findIndex(l => l[0] === s.ino && l[1] === sname)
+    if (i >= 0) c.links.splice(i, 1)
+    if (isDir(c)) s.subdirs = Math.max(0, (s.subdirs ?? 1) - 1)
+    s.mtime = s.ctime = nowNs()
+    this.addEntry(this.mutable(ddir0.ino), dname, c)
+    c.ctime = nowNs()
+  }
+
+  // ---- xattrs -----------------------------------------------------------
+
+  setxattr (path: string, name: string, value: Uint8Array, flags: number): void {
+    if (value.length > XATTR_SIZE_MAX) fail(E2BIG, `${path}: xattr value larger than ${XATTR_SIZE_MAX} bytes`)
+    const r = this.must(this.resolve(path))
+    const has = r.xattrs !== undefined && Object.prototype.hasOwnProperty.call(r.xattrs, name)
+    if ((flags & XATTR_CREATE) && has) fail(EEXIST, `${path}: xattr ${name} exists`)
+    if ((flags & XATTR_REPLACE) && !has) fail(ENODATA, `${path}: no xattr ${name}`)
+    const m = this.mutable(r.ino)
+    m.xattrs = { ...(m.xattrs ?? {}), [name]: new Uint8Array(value) }
+    m.ctime = nowNs()
+  }
+
+  getxattr (path: string, name: string): Uint8Array {
+    const r = this.must(this.resolve(path))
+    const v = r.xattrs?.[name]
+    if (!v || !Object.prototype.hasOwnProperty.call(r.xattrs, name)) fail(ENODATA, `${path}: no xattr ${name}`)
+    return v
+  }
+
+  listxattr (path: string): string[] {
+    const r = this.must(this.resolve(path))
+    return r.xattrs ? Object.keys(r.xattrs) : []
+  }
+
+  removexattr (path: string, name: string): void {
+    const r = this.must(this.resolve(path))
+    if (!r.xattrs || !Object.prototype.hasOwnProperty.call(r.xattrs, name)) fail(ENODATA, `${path}: no xattr ${name}`)
+    const m = this.mutable(r.ino)
+    const x = { ...m.xattrs! }
+    delete x[name]
+    m.xattrs = Object.keys(x).length ? x : undefined
+    if (!m.xattrs) delete m.xattrs
+    m.ctime = nowNs()
+  }
+
+  // ---- handles and data -------------------------------------------------
+
+  private handle (fh: number): Handle {
+    const h = this.handles.get(fh)
+    if (!h) fail(EBADF, `file handle ${fh} is not open`)
+    return h
+  }
+
+  private openIno (ino: Ino, flags: number): number {
+    const fh = this.nextFh++
+    if (this.nextFh > 0x7fffffff) this.nextFh = 1
+    this.handles.set(fh, { ino, flags })
+    this.openCount.set(ino, (this.openCount.get(ino) ?? 0) + 1)
+    return fh
+  }
+
+  /** open(2) of an existing file; returns a handle (> 0). */
+  open (path: string, flags: number): number {
+    const r = this.must(this.resolve(path))
+    if (isDir(r) && (flags & O_ACCMODE) !== 0) fail(EISDIR, `${path}: is a directory`)
+    return this.openIno(r.ino, flags)
+  }
+
+  /** create(2): O_EXCL is honoured when the flags are known; an existing file is opened. */
+  create (path: string, mode: number, flags: number, caller: Caller): number {
+    const [dir, name] = this.parentOf(path)
+    const existing = dir.entries!.get(name)
+    if (existing !== undefined) {
+      if (flags & fs.constants.O_EXCL) fail(EEXIST, `${path}: file exists`)
+      return this.openIno(existing, flags)
+    }
+    const r = this.create0(path, S_IFREG | (mode & 0o7777), caller, x => { x.blocks = [] })
+    return this.openIno(r.ino, flags)
+  }
+
+  release (fh: number): void {
+    const h = this.handles.get(fh)
+    if (!h) return
+    this.handles.delete(fh)
+    const n = (this.openCount.get(h.ino) ?? 1) - 1
+    if (n > 0) { this.openCount.set(h.ino, n); return }
+    this.openCount.delete(h.ino)
+    if (this.orphans.has(h.ino)) this.forget(h.ino)
+    else this.closeLowerFd(h.ino)
+  }
+
+  /** Reads up to `len` bytes at `pos` into buf; returns the count (0 at end of file). */
+  read (fh: number, buf: Buffer, len: number, pos: number): number {
+    const r = this.must(this.handle(fh).ino)
+    return this.readRecord(r, buf, len, pos)
+  }
+
+  /**
+   * Reads file content of a record into buf. `live` is false for a record
+   * of a sealed checkpoint: the live generation's unsealed buffers are then
+   * not consulted.
+   */
+  readRecord (r: InodeRecord, buf: Buffer, len: number, pos: number, live = true): number {
+    if (!isFile(r)) fail(EISDIR, 'not a regular file')
+    const end = Math.min(pos + len, r.size)
+    if (end <= pos) return 0
+    if (r.lower && !r.blocks) {
+      const src = this.lower.frozenFor(r.lower)
+      if (!src) {
+        let fd = live ? this.lowerFds.get(r.ino) : undefined
+        if (fd === undefined) {
+          fd = (this.lower.openContent(r.lower) as { fd: number }).fd
+          if (live) this.lowerFds.set(r.ino, fd)
+        }
+        try {
+          let done = 0
+          while (done < end - pos) {
+            const n = fs.readSync(fd, buf, done, end - pos - done, pos + done)
+            if (n === 0) break
+            done += n
+          }
+          if (done < end - pos) buf.fill(0, done, end - pos)
+        } finally { if (!live) fs.closeSync(fd) }
+        return end - pos
+      }
+      return this.readBlocks(undefined, src.blocks!, buf, pos, end)
+    }
+    return this.readBlocks(live ? this.dirtyData.get(r.ino) : undefined, r.blocks!, buf, pos, end)
+  }
+
+  private readBlocks (dd: Map<number, Buffer> | undefined, blocks: BlockId[], buf: Buffer, pos: number, end: number): number {
+    let out = 0
+    while (pos < end) {
+      const k = Math.floor(pos / BLOCK_SIZE)
+      const from = pos - k * BLOCK_SIZE
+      const n = Math.min(BLOCK_SIZE - from, end - pos)
+      const d = dd?.get(k)
+      if (d) d.copy(buf, out, from, from + n)
+      else {
+        const id = blocks[k]
+        let got = 0
+        if (id) got = this.blocks.readInto(id, buf, out, from, n)
+        if (got < n) buf.fill(0, out + got, out + n)
+      }
+      out += n
+      pos += n
+    }
+    return out
+  }
+
+  /** The unsealed buffer of block k of a mutable file, loading its current content first. */
+  private blockBuffer (m: InodeRecord, k: number): Buffer {
+    let dd = this.dirtyData.get(m.ino)
+    if (!dd) { dd = new Map(); this.dirtyData.set(m.ino, dd) }
+    let b = dd.get(k)
+    if (b) return b
+    b = Buffer.alloc(BLOCK_SIZE)
+    const id = m.blocks![k]
+    if (id) this.blocks.readInto(id, b, 0, 0, BLOCK_SIZE)
+    dd.set(k, b)
+    this.dirtyDataBytes += BLOCK_SIZE
+    return b
+  }
+
+  /** Seals block k of a file into the store (it stays writable: the next write makes a new block). */
+  private sealBlock (m: InodeRecord, k: number): void {
+    const dd = this.dirtyData.get(m.ino)
+    const b = dd?.get(k)
+    if (!b) return
+    const len = Math.min(BLOCK_SIZE, m.size - k * BLOCK_SIZE)
+    if (len > 0 && k < m.blocks!.length) {
+      const data = b.subarray(0, len)
+      m.blocks![k] = isZero(data) ? 0 : this.blocks.put(data)
+    }
+    dd!.delete(k)
+    this.dirtyDataBytes -= BLOCK_SIZE
+    if (dd!.size === 0) this.dirtyData.delete(m.ino)
+  }
+
+  /** Seals every unsealed block (checkpoint, memory bound). O(dirty data). */
+  sealAll (): void {
+    for (const ino of [...this.dirtyData.keys()]) {
+      const m = this.get(ino)
+      if (!m) { this.forget(ino); continue }
+      const mm = this.orphans.has(ino) ? m : this.mutable(ino)
+      for (const k of [...this.dirtyData.get(ino)!.keys()]) this.sealBlock(mm, k)
+    }
+  }
+
+  /** Writes `len` bytes of buf at `pos` (at the end with O_APPEND); returns len. */
+  write (fh: number, buf: Buffer, len: number, pos: number): number {
+    const h = this.handle(fh)
+    const m = this.mutable(h.ino)
+    if (!isFile(m)) fail(EISDIR, 'not a regular file')
+    if (m.lower) this.copyUp(m)
+    if (h.flags & O_APPEND) pos = m.size
+    if (pos + len > MAX_FILE_SIZE) fail(EFBIG, 'file would exceed 2^53 bytes')
+    const end = pos + len
+    if (end > m.size) {
+      const count = Math.ceil(end / BLOCK_SIZE)
+      while (m.blocks!.length < count) m.blocks!.push(0)
+      m.size = end
+    }
+    let src = 0
+    while (pos < end) {
+      const k = Math.floor(pos / BLOCK_SIZE)
+      const from = pos - k * BLOCK_SIZE
+      const n = Math.min(BLOCK_SIZE - from, end - pos)
+      const b = this.blockBuffer(m, k)
+      buf.copy(b, from, src, src + n)
+      src += n
+      pos += n
+      if (from + n === BLOCK_SIZE) this.sealBlock(m, k)
+    }
+    m.mtime = m.ctime = nowNs()
+    this.dirtyBytes += len
+    if (this.dirtyDataBytes > DIRTY_DATA_LIMIT) this.sealAll()
+    return len
+  }
+
+  truncate (path: string, size: number): void { this.truncateIno(this.resolve(path), size) }
+
+  ftruncate (fh: number, size: number): void { this.truncateIno(this.handle(fh).ino, size) }
+
+  private truncateIno (ino: Ino, size: number): void {
+    if (size < 0 || size > MAX_FILE_SIZE) fail(EINVAL, `invalid size ${size}`)
+    const m = this.mutable(ino)
+    if (isDir(m)) fail(EISDIR, 'is a directory')
+    if (!isFile(m)) fail(EINVAL, 'not a regular file')
+    if (m.lower) {
+      if (size === 0) { m.blocks = []; delete m.lower; this.closeLowerFd(ino) } else this.copyUp(m)
+    }
+    const count = Math.ceil(size / BLOCK_SIZE)
+    const dd = this.dirtyData.get(ino)
+    if (size < m.size) {
+      const tail = size % BLOCK_SIZE
+      if (tail !== 0 && m.blocks![count - 1]) this.blockBuffer(m, count - 1).fill(0, tail)
+      else if (tail !== 0) dd?.get(count - 1)?.fill(0, tail)
+      m.blocks!.length = Math.min(m.blocks!.length, count)
+      if (dd) for (const k of [...dd.keys()]) if (k >= count) { dd.delete(k); this.dirtyDataBytes -= BLOCK_SIZE }
+    }
+    while (m.blocks!.length < count) m.blocks!.push(0)
+    m.size = size
+    m.mtime = m.ctime = nowNs()
+  }
+
+  /** Every open handle's ino (restore uses it to report stale handles). */
+  openInodes (): Set<Ino> { return new Set(this.openCount.keys()) }
+
+  /**
+   * Replaces the live state by a sealed table (restore). Unsealed data is
+   * dropped; orphans stay alive for their handles. Synchronous: no FUSE
+   * request sees a half-swapped state.
+   */
+  swapTo (table: TableNode): void {
+    this.base = table
+    this.dirty.clear()
+    this.dirtyData.clear()
+    this.dirtyDataBytes = 0
+    this.dirtyBytes = 0
+    for (const ino of [...this.lowerFds.keys()]) this.closeLowerFd(ino)
+  }
+
+  /** Closes lower fds (unmount). */
+  close (): void {
+    for (const ino of [...this.lowerFds.keys()]) this.closeLowerFd(ino)
+  }
+}
+
+/** A path of `ino` through the first names of it and its ancestors, or null. */
+export function pathIn (get: (ino: Ino) => InodeRecord | undefined, ino: Ino): string | null {
+  if (ino === ROOT_INO) return '/'
+  const parts: string[] = []
+  let cur = get(ino)
+  for (let depth = 0; cur && cur.ino !== ROOT_INO; depth++) {
+    if (cur.links.length === 0 || depth > 4096) return null
+    const [parent, name] = cur.links[0] as Link
+    parts.push(name)
+    cur = get(parent)
+  }
+  if (!cur) return null
+  return '/' + parts.reverse().join('/')
+}
+
+const ZERO = Buffer.alloc(BLOCK_SIZE)
+
+/** True when every byte is 0 (native memcmp against a zero block). */
+function isZero (b: Uint8Array): boolean {
+  return Buffer.from(b.buffer, b.byteOffset, b.length).equals(ZERO.subarray(0, b.length))
+}
