@@ -1,0 +1,357 @@
+/**
+ * RewindClient: a typed client of the rewindfs daemon over its websocket
+ * (proto/PROTOCOL.md). One method per operation, a timeout per call, error
+ * replies as RewindError, events after subscribe, and a reconnect on the next
+ * call after the connection was lost (never in the middle of a call).
+ *
+ * The checkpoint-taking methods take the same argument objects as
+ * daemon/api.ts RewindApi (e.g. `restore({ id })`), so a client can stand in
+ * for the api; on the wire the checkpoint id travels as `checkpoint`.
+ */
+import { promises as fs } from 'node:fs'
+import * as path from 'node:path'
+import { WebSocket, type RawData } from 'ws'
+import { codec, reviveBytes } from '../proto/codec.js'
+import { isErrorCode } from '../proto/errors.js'
+import {
+  isConnectionInfo, isErrorReply, isEvent, isOkReply,
+  type CheckpointEvent, type CheckpointId, type CheckpointInfo, type DiffEntry, type Encoding, type Event, type EventName,
+  type ExportInfo, type HelloInfo, type Op, type OpArgs, type OpResults, type RestoreEvent, type RestoreInfo,
+  type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo,
+} from '../proto/messages.js'
+import { PROTOCOL_VERSION } from '../proto/version.js'
+import { ConnectionError, RewindError, TimeoutError } from './errors.js'
+
+export { ConnectionError, RewindError, TimeoutError } from './errors.js'
+
+/** Default per-call timeout, ms. */
+export const DEFAULT_TIMEOUT_MS = 30000
+/** Default bound on an incoming reply, bytes (the server's default maxPayload plus framing slack). */
+export const DEFAULT_CLIENT_MAX_PAYLOAD = 64 * 1024 * 1024 + 1024 * 1024
+
+/** Options of RewindClient.connect. Endpoint: url, else socketPath, else storeDir's daemon.json. */
+export interface ConnectOptions {
+  /** websocket URL, e.g. ws://127.0.0.1:4711/ */
+  url?: string
+  /** unix socket path of the daemon */
+  socketPath?: string
+  /** the token; default: read from `<storeDir>/token` */
+  token?: string
+  /** store directory holding daemon.json and token; re-read at every reconnect */
+  storeDir?: string
+  /** default timeout of each call (and of opening the connection), ms; default 30000 */
+  timeoutMs?: number
+  /** frame encoding: 'msgpack' (binary frames, default) or 'json' (text frames) */
+  encoding?: Encoding
+  /** largest reply accepted, bytes; default DEFAULT_CLIENT_MAX_PAYLOAD */
+  maxPayload?: number
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** timeout of this call, ms; default the client's timeoutMs */
+  timeoutMs?: number
+}
+
+interface Pending {
+  op: Op
+  /** the connection the request went out on */
+  ws: WebSocket
+  resolve: (v: unknown) => void
+  reject: (e: Error) => void
+  timer: ReturnType<typeof setTimeout>
+}
+
+type Listener<E> = (event: E) => void
+
+/** A connection to the daemon. Create with RewindClient.connect. */
+export class RewindClient {
+  private ws: WebSocket | null = null
+  private opening: Promise<WebSocket> | null = null
+  private nextId = 1
+  private readonly pending = new Map<number, Pending>()
+  private readonly listeners: { checkpoint: Set<Listener<CheckpointEvent>>; restore: Set<Listener<RestoreEvent>> } = { checkpoint: new Set(), restore: new Set() }
+  /** events subscribed to, re-subscribed after a reconnect; null before subscribe */
+  private subscribed: EventName[] | null = null
+  private closed = false
+  private serverInfo: HelloInfo | null = null
+
+  private constructor (private readonly opts: Required<Pick<ConnectOptions, 'timeoutMs' | 'encoding' | 'maxPayload'>> & ConnectOptions) {}
+
+  /**
+   * Open a connection and say hello. Rejects with RewindError
+   * (E_UNAUTHORIZED on 401, E_UNSUPPORTED_VERSION) or ConnectionError.
+   */
+  static async connect (opts: ConnectOptions = {}): Promise<RewindClient> {
+    if (opts.url === undefined && opts.socketPath === undefined && opts.storeDir === undefined) {
+      throw new TypeError('RewindClient.connect: give url, socketPath or storeDir')
+    }
+    const c = new RewindClient({ ...opts, timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, encoding: opts.encoding ?? 'msgpack', maxPayload: opts.maxPayload ?? DEFAULT_CLIENT_MAX_PAYLOAD })
+    await c.open()
+    return c
+  }
+
+  /** What the server said in hello on the current connection (null while disconnected before the first hello). */
+  get server (): HelloInfo | null {
+    return this.serverInfo
+  }
+
+  /** True while a connection is open. */
+  get connected (): boolean {
+    return this.ws !== null && this.ws.readyState === WebSocket.OPEN
+  }
+
+  // ------------------------------------------------------------ operations
+
+  /** hello: version and capabilities of the server (done by connect; call again to refresh). */
+  hello (args: { client?: string } = {}, o?: CallOptions): Promise<HelloInfo> {
+    return this.call('hello', args, o)
+  }
+
+  /** status of the mounted workspace. */
+  status (o?: CallOptions): Promise<StatusInfo> {
+    return this.call('status', {}, o)
+  }
+
+  /** Seal the current generation as a checkpoint; `context` (any JSON value) and `meta` (segment metadata) are stored with it. */
+  mark (args: { label?: string; context?: unknown; meta?: unknown } = {}, o?: CallOptions): Promise<CheckpointInfo> {
+    return this.call('mark', args, o)
+  }
+
+  /** Restore checkpoint `id` exactly; unknown id → RewindError E_UNKNOWN_CHECKPOINT and nothing changes. */
+  restore (args: { id: CheckpointId }, o?: CallOptions): Promise<RestoreInfo> {
+    return this.call('restore', { checkpoint: args.id }, o)
+  }
+
+  /** Checkpoints newest first; all branches unless `branch`; at most `limit` (default 100 in the daemon). */
+  log (args: { branch?: string; limit?: number } = {}, o?: CallOptions): Promise<CheckpointInfo[]> {
+    return this.call('log', args, o)
+  }
+
+  /** Differences from checkpoint `a` to checkpoint `b` (or to the live workspace when b is absent). */
+  diff (args: { a: CheckpointId; b?: CheckpointId }, o?: CallOptions): Promise<DiffEntry[]> {
+    return this.call('diff', args, o)
+  }
+
+  /** stat of workspace path `path` at checkpoint `id` (live when absent); null when absent. */
+  stat (args: { id?: CheckpointId; path: string }, o?: CallOptions): Promise<StatInfo | null> {
+    return this.call('stat', withCheckpoint(args), o)
+  }
+
+  /** Entries of directory `path` at checkpoint `id` (live when absent). */
+  readdir (args: { id?: CheckpointId; path: string }, o?: CallOptions): Promise<StatInfo[]> {
+    return this.call('readdir', withCheckpoint(args), o)
+  }
+
+  /** Bytes of file `path` at checkpoint `id` (live when absent) from `offset`, at most `length` (≤ 16 MiB). */
+  read (args: { id?: CheckpointId; path: string; offset?: number; length?: number }, o?: CallOptions): Promise<Uint8Array> {
+    return this.call('read', withCheckpoint(args), o)
+  }
+
+  /** Context stored with checkpoint `id` (null when none). */
+  context (args: { id: CheckpointId }, o?: CallOptions): Promise<unknown> {
+    return this.call('context', { checkpoint: args.id }, o)
+  }
+
+  /** Write checkpoint `id` as plain files into absolute directory `dir` (absent or empty, outside the workspace). */
+  export (args: { id: CheckpointId; dir: string }, o?: CallOptions): Promise<ExportInfo> {
+    return this.call('export', { checkpoint: args.id, dir: args.dir }, o)
+  }
+
+  /** Unmount the workspace; with `discard` it gets its original content back. */
+  unmount (args: { discard?: boolean } = {}, o?: CallOptions): Promise<UnmountInfo> {
+    return this.call('unmount', args, o)
+  }
+
+  /** Receive `events` (default all) on this connection; renewed after each reconnect. Listen with on(). */
+  async subscribe (events?: EventName[], o?: CallOptions): Promise<SubscribeInfo> {
+    const r = await this.call('subscribe', events === undefined ? {} : { events }, o)
+    this.subscribed = r.events
+    return r
+  }
+
+  /** Listen to an event (after subscribe). Returns a function that removes the listener. */
+  on (event: 'checkpoint', fn: Listener<CheckpointEvent>): () => void
+  on (event: 'restore', fn: Listener<RestoreEvent>): () => void
+  on (event: EventName, fn: Listener<never>): () => void {
+    const set = this.listeners[event] as Set<Listener<Event>>
+    set.add(fn as Listener<Event>)
+    return () => { set.delete(fn as Listener<Event>) }
+  }
+
+  /** Close the connection; waiting calls reject with ConnectionError. Later calls reject too. */
+  async close (): Promise<void> {
+    this.closed = true
+    const ws = this.ws
+    this.ws = null
+    this.failAll(new ConnectionError('client closed'))
+    if (ws !== null && ws.readyState !== WebSocket.CLOSED) {
+      await new Promise<void>(resolve => {
+        ws.once('close', () => resolve())
+        ws.close(1000)
+      })
+    }
+  }
+
+  /**
+   * Send one request and wait for its reply. Reconnects first if the
+   * connection was lost. Rejects with RewindError (error reply), TimeoutError
+   * or ConnectionError.
+   */
+  async call<O extends Op> (op: O, args: OpArgs[O], o?: CallOptions): Promise<OpResults[O]> {
+    if (this.closed) throw new ConnectionError('client closed')
+    const timeoutMs = o?.timeoutMs ?? this.opts.timeoutMs
+    const ws = await this.open()
+    return await this.send(ws, op, args, timeoutMs) as OpResults[O]
+  }
+
+  // ------------------------------------------------------------ internals
+
+  private send (ws: WebSocket, op: Op, args: object, timeoutMs: number): Promise<unknown> {
+    const id = this.nextId++
+    const frame = codec.encode({ ...args, v: PROTOCOL_VERSION, id, op }, this.opts.encoding)
+    const size = typeof frame === 'string' ? Buffer.byteLength(frame) : frame.byteLength
+    const limit = this.serverInfo?.maxPayload
+    if (limit !== undefined && size > limit) {
+      return Promise.reject(new RewindError('E_TOO_LARGE', `${op}: request of ${size} bytes exceeds the server's maxPayload ${limit} (not sent)`, { size, maxPayload: limit, local: true }, op))
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id)
+        reject(new TimeoutError(op, timeoutMs))
+      }, timeoutMs)
+      this.pending.set(id, { op, ws, resolve, reject, timer })
+      ws.send(frame, { binary: typeof frame !== 'string' }, err => {
+        if (err !== undefined && err !== null) this.settle(id, new ConnectionError(`${op}: send failed: ${err.message}`, undefined, { cause: err }))
+      })
+    })
+  }
+
+  private settle (id: number, result: Error | { ok: unknown }): void {
+    const p = this.pending.get(id)
+    if (p === undefined) return
+    this.pending.delete(id)
+    clearTimeout(p.timer)
+    if (result instanceof Error) p.reject(result)
+    else p.resolve(result.ok)
+  }
+
+  /** Reject every waiting call (sent on `ws` only, when given). */
+  private failAll (err: Error, ws?: WebSocket): void {
+    for (const [id, p] of [...this.pending]) if (ws === undefined || p.ws === ws) this.settle(id, err)
+  }
+
+  /** The open websocket, opening (and saying hello, re-subscribing) when there is none. */
+  private open (): Promise<WebSocket> {
+    if (this.ws !== null && this.ws.readyState === WebSocket.OPEN) return Promise.resolve(this.ws)
+    this.opening ??= this.doOpen().finally(() => { this.opening = null })
+    return this.opening
+  }
+
+  private async doOpen (): Promise<WebSocket> {
+    const { url, token } = await this.endpoint()
+    const timeoutMs = this.opts.timeoutMs
+    const ws = new WebSocket(url, {
+      headers: { Authorization: `Bearer ${token}` },
+      maxPayload: this.opts.maxPayload,
+      perMessageDeflate: false,
+      handshakeTimeout: timeoutMs,
+    })
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => { ws.removeAllListeners('error'); ws.removeAllListeners('unexpected-response'); resolve() })
+      ws.once('unexpected-response', (_req, res) => {
+        const status = res.statusCode ?? 0
+        res.resume()
+        ws.removeAllListeners('error')
+        ws.on('error', () => {})
+        ws.terminate()
+        if (status === 401) reject(new RewindError('E_UNAUTHORIZED', 'the daemon refused the token (HTTP 401)', { status }))
+        else reject(new ConnectionError(`the daemon refused the connection (HTTP ${status})`, status))
+      })
+      ws.once('error', err => reject(new ConnectionError(`cannot connect to ${url}: ${err.message}`, undefined, { cause: err })))
+    })
+    ws.on('error', () => { /* followed by close */ })
+    ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary))
+    ws.on('close', (code: number, reason: Buffer) => {
+      if (this.ws === ws) this.ws = null
+      const why = reason.length > 0 ? `: ${reason.toString()}` : ''
+      if (code === 1009) this.failAll(new RewindError('E_TOO_LARGE', `the daemon closed the connection: message too large (1009)${why}`, { closeCode: code }), ws)
+      else this.failAll(new ConnectionError(`connection lost (close code ${code})${why}`, code), ws)
+    })
+    this.ws = ws
+    try {
+      this.serverInfo = await this.send(ws, 'hello', {}, timeoutMs) as HelloInfo
+      if (this.subscribed !== null) await this.send(ws, 'subscribe', { events: this.subscribed }, timeoutMs)
+    } catch (err) {
+      if (this.ws === ws) this.ws = null
+      ws.terminate()
+      throw err
+    }
+    return ws
+  }
+
+  /** Where to connect and with which token, re-read from storeDir each time. */
+  private async endpoint (): Promise<{ url: string; token: string }> {
+    const { storeDir } = this.opts
+    let url = this.opts.url
+    if (url === undefined && this.opts.socketPath !== undefined) url = `ws+unix:${this.opts.socketPath}:/`
+    if (url === undefined && storeDir !== undefined) {
+      const file = path.join(storeDir, 'daemon.json')
+      let info: unknown
+      try {
+        info = JSON.parse(await fs.readFile(file, 'utf8'))
+      } catch (err) {
+        throw new ConnectionError(`cannot read connection file ${file}: ${(err as Error).message} (is the daemon running?)`, undefined, { cause: err })
+      }
+      if (!isConnectionInfo(info)) throw new ConnectionError(`connection file ${file} is malformed`)
+      url = info.socket !== null ? `ws+unix:${info.socket}:/` : `ws://127.0.0.1:${info.port}/`
+    }
+    let token = this.opts.token
+    if (token === undefined && storeDir !== undefined) token = await readClientToken(path.join(storeDir, 'token'))
+    if (url === undefined) throw new TypeError('RewindClient: no endpoint')
+    if (token === undefined) throw new TypeError('RewindClient: give token or storeDir')
+    return { url, token }
+  }
+
+  private onMessage (data: RawData, isBinary: boolean): void {
+    let msg: unknown
+    try {
+      const raw = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data
+      msg = reviveBytes(codec.decode(raw, isBinary).msg)
+    } catch {
+      return // a frame we cannot decode answers nothing we wait for
+    }
+    if (isEvent(msg)) {
+      for (const fn of this.listeners[msg.event] as Set<Listener<Event>>) {
+        try { fn(msg) } catch { /* a listener's failure is its own */ }
+      }
+      return
+    }
+    if (isErrorReply(msg)) {
+      if (typeof msg.id !== 'number') return
+      const p = this.pending.get(msg.id)
+      const code = isErrorCode(msg.error.code) ? msg.error.code : 'E_INTERNAL'
+      this.settle(msg.id, new RewindError(code, msg.error.message, msg.error.details, p?.op))
+      return
+    }
+    if (isOkReply(msg) && typeof msg.id === 'number') this.settle(msg.id, { ok: msg.ok })
+  }
+}
+
+/** Map api-style `{id?}` to the wire's `{checkpoint?}`. */
+function withCheckpoint<T extends { id?: CheckpointId }> (args: T): Omit<T, 'id'> & { checkpoint?: CheckpointId } {
+  const { id, ...rest } = args
+  return id === undefined ? rest : { ...rest, checkpoint: id }
+}
+
+/** Read a token file, refusing one that group or others can access. */
+async function readClientToken (file: string): Promise<string> {
+  let st
+  try {
+    st = await fs.stat(file)
+  } catch (err) {
+    throw new ConnectionError(`cannot read token file ${file}: ${(err as Error).message}`, undefined, { cause: err })
+  }
+  if ((st.mode & 0o077) !== 0) throw new ConnectionError(`token file ${file} has mode ${(st.mode & 0o777).toString(8)}: group or others can access it; refusing to use it (chmod 600 ${file})`)
+  return (await fs.readFile(file, 'utf8')).trim()
+}

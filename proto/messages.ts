@@ -1,0 +1,282 @@
+/**
+ * One definition per wire message, used by the server (daemon/server.ts) and
+ * the client (client/client.ts). Argument and result shapes are those of
+ * daemon/api.ts. Spec for other languages: proto/PROTOCOL.md.
+ * No Node-only types: bytes are Uint8Array.
+ */
+import type { WireError } from './errors.js'
+
+/** Identifier of a checkpoint: a positive safe integer, increasing in creation order. */
+export type CheckpointId = number
+
+/**
+ * A request id chosen by the client and echoed in the reply: a non-negative
+ * safe integer, or a string of 1..128 characters. Replies to a request whose
+ * id could not be read carry `id: null`.
+ */
+export type RequestId = number | string
+
+// ---------------------------------------------------------------- results
+
+/** One checkpoint as listed by `log` and returned by `mark`. */
+export interface CheckpointInfo {
+  id: CheckpointId
+  /** label given at mark time, or null */
+  label: string | null
+  /** wall-clock time of the mark, ms since the Unix epoch */
+  time: number
+  /** generation sealed by this checkpoint */
+  generation: number
+  /** branch the checkpoint belongs to */
+  branch: string
+  /** the checkpoint this one follows on its branch, or null for the first */
+  parent: CheckpointId | null
+  /** number of inodes in the workspace at this checkpoint */
+  inodes: number
+  /** bytes of file data written since the previous checkpoint */
+  dirtyBytes: number
+  /** time the mark took inside the daemon, ms */
+  ms: number
+}
+
+/** Result of a restore. */
+export interface RestoreInfo {
+  /** the checkpoint now restored */
+  checkpoint: CheckpointId
+  /** the new branch the workspace continues on */
+  branch: string
+  /** number of inodes that differed and were swapped */
+  changed: number
+  /** time the restore took inside the daemon, including kernel cache invalidation, ms */
+  ms: number
+}
+
+/** Kinds of change in a diff. */
+export const DIFF_CHANGES = ['added', 'deleted', 'modified', 'meta', 'type'] as const
+
+/** One difference between two states, by path. */
+export interface DiffEntry {
+  path: string
+  /** added | deleted | modified (content) | meta (mode, owner, times, xattrs only) | type (kind changed) */
+  change: typeof DIFF_CHANGES[number]
+}
+
+/** Kinds of inode. */
+export const FILE_TYPES = ['file', 'dir', 'symlink', 'fifo', 'socket', 'chardev', 'blockdev'] as const
+
+/** A stat at a checkpoint. Times are ns since the epoch, as decimal strings (exceed 2^53). */
+export interface StatInfo {
+  path: string
+  type: typeof FILE_TYPES[number]
+  mode: number
+  uid: number
+  gid: number
+  size: number
+  nlink: number
+  ino: number
+  mtimeNs: string
+  atimeNs: string
+  ctimeNs: string
+  /** symlink target, when type is symlink */
+  target?: string
+}
+
+/** Result of `status`. */
+export interface StatusInfo {
+  /** absolute path of the mounted workspace */
+  workspace: string
+  store: string
+  branch: string
+  /** checkpoint the current generation started from, or null before the first mark */
+  head: CheckpointId | null
+  generation: number
+  checkpoints: number
+  inodes: number
+  /** bytes written since the last checkpoint */
+  dirtyBytes: number
+  /** daemon process id */
+  pid: number
+  /** protocol version spoken */
+  protocol: number
+}
+
+/** Result of `hello`: what the server speaks. */
+export interface HelloInfo {
+  /** protocol version the server will use on this connection (the request's v) */
+  protocol: number
+  /** every version the server speaks */
+  versions: number[]
+  /** server name and version, e.g. "rewindfs/0.1.0" */
+  server: string
+  /** operations this server accepts */
+  ops: Op[]
+  /** events a connection can subscribe to */
+  events: EventName[]
+  /** frame encodings accepted */
+  encodings: Encoding[]
+  /** largest incoming message accepted, bytes */
+  maxPayload: number
+  /** largest `length` accepted by `read`, bytes */
+  maxRead: number
+}
+
+/** Result of `export`. */
+export interface ExportInfo { files: number; bytes: number }
+/** Result of `unmount`. */
+export interface UnmountInfo { discarded: boolean }
+/** Result of `subscribe`: the events this connection now receives. */
+export interface SubscribeInfo { events: EventName[] }
+
+// ---------------------------------------------------------------- arguments
+
+/**
+ * Arguments of each operation on the wire (the fields of a request besides
+ * v, id, op). They are daemon/api.ts's arguments, except that a checkpoint id
+ * argument named `id` in the api is named `checkpoint` on the wire, because
+ * `id` is the request id (restore, stat, readdir, read, context, export).
+ */
+export interface OpArgs {
+  hello: { client?: string }
+  status: Record<never, never>
+  mark: { label?: string; context?: unknown; meta?: unknown }
+  restore: { checkpoint: CheckpointId }
+  log: { branch?: string; limit?: number }
+  diff: { a: CheckpointId; b?: CheckpointId }
+  stat: { checkpoint?: CheckpointId; path: string }
+  readdir: { checkpoint?: CheckpointId; path: string }
+  read: { checkpoint?: CheckpointId; path: string; offset?: number; length?: number }
+  context: { checkpoint: CheckpointId }
+  export: { checkpoint: CheckpointId; dir: string }
+  unmount: { discard?: boolean }
+  subscribe: { events?: EventName[] }
+}
+
+/** Result of each operation (the `ok` of a successful reply). */
+export interface OpResults {
+  hello: HelloInfo
+  status: StatusInfo
+  mark: CheckpointInfo
+  restore: RestoreInfo
+  log: CheckpointInfo[]
+  diff: DiffEntry[]
+  stat: StatInfo | null
+  readdir: StatInfo[]
+  /** raw bytes; in JSON frames a base64 string, see Reply.encoding */
+  read: Uint8Array
+  context: unknown
+  export: ExportInfo
+  unmount: UnmountInfo
+  subscribe: SubscribeInfo
+}
+
+/** Every operation, in the order PROTOCOL.md lists them. */
+export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'export', 'unmount', 'subscribe'] as const
+
+/** An operation name. */
+export type Op = typeof OPS[number]
+
+/** True when `x` names an operation. */
+export function isOp (x: unknown): x is Op {
+  return typeof x === 'string' && (OPS as readonly string[]).includes(x)
+}
+
+// ---------------------------------------------------------------- envelopes
+
+/** The two frame encodings: binary frames carry msgpack, text frames JSON. */
+export type Encoding = 'msgpack' | 'json'
+
+/** A request for operation O: `{v, id, op, ...args}`. */
+export type Request<O extends Op = Op> = O extends Op
+  ? { v: number; id: RequestId; op: O } & OpArgs[O]
+  : never
+
+/** A successful reply: `{id, ok}`. In JSON frames a bytes result is base64 with `encoding: 'base64'`. */
+export interface OkReply<T = unknown> {
+  id: RequestId
+  ok: T
+  /** present only in JSON frames whose `ok` is base64-encoded bytes */
+  encoding?: 'base64'
+}
+
+/** A failed reply: `{id, error}`; `id` is null when the request's id could not be read. */
+export interface ErrorReply {
+  id: RequestId | null
+  error: WireError
+}
+
+/** A reply to a request. */
+export type Reply<T = unknown> = OkReply<T> | ErrorReply
+
+/** True when `x` has the shape of a successful reply. */
+export function isOkReply (x: unknown): x is OkReply {
+  return isObject(x) && 'ok' in x && isRequestIdValue(x.id)
+}
+
+/** True when `x` has the shape of an error reply. */
+export function isErrorReply (x: unknown): x is ErrorReply {
+  if (!isObject(x) || !('error' in x) || !isObject(x.error)) return false
+  return (x.id === null || isRequestIdValue(x.id)) && typeof x.error.code === 'string' && typeof x.error.message === 'string'
+}
+
+// ---------------------------------------------------------------- events
+
+/** Names of server events. */
+export const EVENTS = ['checkpoint', 'restore'] as const
+/** A server event name. */
+export type EventName = typeof EVENTS[number]
+
+/** True when `x` names an event. */
+export function isEventName (x: unknown): x is EventName {
+  return typeof x === 'string' && (EVENTS as readonly string[]).includes(x)
+}
+
+/** Pushed to subscribers after a mark succeeded. */
+export interface CheckpointEvent { event: 'checkpoint'; checkpoint: CheckpointInfo }
+/** Pushed to subscribers after a restore succeeded. */
+export interface RestoreEvent { event: 'restore'; restore: RestoreInfo }
+/** A server event: `{event, ...}`. Events carry no `id`. */
+export type Event = CheckpointEvent | RestoreEvent
+
+/** True when `x` has the shape of a server event. */
+export function isEvent (x: unknown): x is Event {
+  if (!isObject(x) || !isEventName(x.event)) return false
+  return x.event === 'checkpoint' ? isObject(x.checkpoint) : isObject(x.restore)
+}
+
+// ---------------------------------------------------------------- connection file
+
+/**
+ * The connection file `<storeDir>/daemon.json`, written by the daemon when it
+ * listens: where to connect. The token is in `<storeDir>/token` (mode 0600).
+ */
+export interface ConnectionInfo {
+  /** loopback TCP port, or null when listening only on a unix socket */
+  port: number | null
+  /** absolute path of the unix socket, or null */
+  socket: string | null
+  /** daemon process id */
+  pid: number
+  /** absolute path of the mounted workspace */
+  workspace: string
+}
+
+/** True when `x` has the shape of a connection file. */
+export function isConnectionInfo (x: unknown): x is ConnectionInfo {
+  if (!isObject(x)) return false
+  const portOk = x.port === null || (Number.isInteger(x.port) && (x.port as number) > 0 && (x.port as number) < 65536)
+  const sockOk = x.socket === null || typeof x.socket === 'string'
+  return portOk && sockOk && Number.isInteger(x.pid) && typeof x.workspace === 'string' && (x.port !== null || x.socket !== null)
+}
+
+// ---------------------------------------------------------------- helpers
+
+/** A plain object (not null, not an array, not bytes). */
+export function isObject (x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof Uint8Array)
+}
+
+/** True when `x` is a valid request id value (see RequestId). */
+export function isRequestIdValue (x: unknown): x is RequestId {
+  if (typeof x === 'number') return Number.isSafeInteger(x) && x >= 0
+  return typeof x === 'string' && x.length >= 1 && x.length <= 128
+}

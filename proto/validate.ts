@@ -1,0 +1,245 @@
+/**
+ * Validation of every field of every request. `validateRequest` takes a
+ * decoded message (unknown) and returns a typed Request with normalised
+ * paths, or throws ProtoError:
+ *   - E_BAD_REQUEST         not an object, bad/missing id, v or op type, any bad field, any unknown field
+ *   - E_UNSUPPORTED_VERSION v is an integer but not in SUPPORTED_VERSIONS
+ *   - E_UNKNOWN_OP          op is a string but not in OPS
+ * Messages name the field and what was expected. Rules are written out in
+ * proto/PROTOCOL.md "Field rules"; the constants below are the limits.
+ */
+import { ProtoError } from './errors.js'
+import { EVENTS, isEventName, isObject, isOp, isRequestIdValue, OPS, type EventName, type Op, type Request, type RequestId } from './messages.js'
+import { SUPPORTED_VERSIONS } from './version.js'
+
+/** Largest path accepted, in UTF-8 bytes (PATH_MAX). */
+export const MAX_PATH_BYTES = 4096
+/** Largest path component accepted, in UTF-8 bytes (NAME_MAX). */
+export const MAX_NAME_BYTES = 255
+/** Longest checkpoint label, in UTF-16 code units (JS string length). */
+export const MAX_LABEL_LENGTH = 1024
+/** Longest branch name, in UTF-16 code units. */
+export const MAX_BRANCH_LENGTH = 255
+/** Longest hello `client` string, in UTF-16 code units. */
+export const MAX_CLIENT_LENGTH = 256
+/** Largest `limit` of log. */
+export const MAX_LOG_LIMIT = 100000
+/** Largest `length` of read, bytes (16 MiB, daemon/api.ts). */
+export const MAX_READ_LENGTH = 16 * 1024 * 1024
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER
+
+/** Fields allowed in every request besides the op's own. */
+const ENVELOPE = ['v', 'id', 'op']
+
+/** Allowed argument fields per op (anything else is E_BAD_REQUEST). */
+const FIELDS: { [O in Op]: readonly string[] } = {
+  hello: ['client'],
+  status: [],
+  mark: ['label', 'context', 'meta'],
+  restore: ['checkpoint'],
+  log: ['branch', 'limit'],
+  diff: ['a', 'b'],
+  stat: ['checkpoint', 'path'],
+  readdir: ['checkpoint', 'path'],
+  read: ['checkpoint', 'path', 'offset', 'length'],
+  context: ['checkpoint'],
+  export: ['checkpoint', 'dir'],
+  unmount: ['discard'],
+  subscribe: ['events'],
+}
+
+function bad (id: RequestId | null, field: string, expected: string, got?: unknown): never {
+  const suffix = arguments.length >= 4 ? `, got ${describe(got)}` : ''
+  throw new ProtoError('E_BAD_REQUEST', `${field}: expected ${expected}${suffix}`, id, { field })
+}
+
+function describe (x: unknown): string {
+  if (x === null) return 'null'
+  if (Array.isArray(x)) return 'array'
+  if (x instanceof Uint8Array) return 'bytes'
+  if (typeof x === 'string') return x.length > 40 ? `string of length ${x.length}` : JSON.stringify(x)
+  if (typeof x === 'number') return String(x)
+  return typeof x
+}
+
+/** UTF-8 length of a well-formed string, without TextEncoder. */
+export function utf8Length (s: string): number {
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) n += 1
+    else if (c < 0x800) n += 2
+    else if (c >= 0xd800 && c <= 0xdbff) { n += 4; i++ } else n += 3
+  }
+  return n
+}
+
+/** True when `s` has no lone surrogate (so it encodes to UTF-8 losslessly). */
+export function isWellFormed (s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1)
+      if (!(d >= 0xdc00 && d <= 0xdfff)) return false
+      i++
+    } else if (c >= 0xdc00 && c <= 0xdfff) return false
+  }
+  return true
+}
+
+/**
+ * Normalise a workspace path, or return a reason it is refused.
+ * Rules: a string of at most MAX_PATH_BYTES UTF-8 bytes, well-formed, no NUL;
+ * split on '/'; empty and '.' components are dropped (so a leading '/' means
+ * the workspace root, and 'a//b/./c' is 'a/b/c'); a '..' component anywhere is
+ * refused; each component is at most MAX_NAME_BYTES bytes. The result is the
+ * components joined by '/', with no leading or trailing '/'; the workspace
+ * root is the empty string ''.
+ */
+export function normalizePath (p: string): { path: string } | { reason: string } {
+  if (!isWellFormed(p)) return { reason: 'a well-formed string (no lone surrogates)' }
+  if (p.includes('\0')) return { reason: 'a path without NUL' }
+  if (utf8Length(p) > MAX_PATH_BYTES) return { reason: `a path of at most ${MAX_PATH_BYTES} UTF-8 bytes` }
+  const out: string[] = []
+  for (const c of p.split('/')) {
+    if (c === '' || c === '.') continue
+    if (c === '..') return { reason: "a workspace path without a '..' component" }
+    if (utf8Length(c) > MAX_NAME_BYTES) return { reason: `path components of at most ${MAX_NAME_BYTES} UTF-8 bytes` }
+    out.push(c)
+  }
+  return { path: out.join('/') }
+}
+
+/** Field readers: each returns the value or undefined (absent or null when optional), or throws. */
+class Reader {
+  constructor (readonly id: RequestId | null, readonly m: Record<string, unknown>) {}
+
+  private get (f: string, required: boolean): unknown {
+    const x = this.m[f]
+    if (x === undefined || x === null) {
+      if (required) bad(this.id, f, 'a value (required)')
+      return undefined
+    }
+    return x
+  }
+
+  int (f: string, required: boolean, min: number, max: number, what = `an integer in ${min}..${max}`): number | undefined {
+    const x = this.get(f, required)
+    if (x === undefined) return undefined
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < min || x > max) bad(this.id, f, what, x)
+    return x
+  }
+
+  checkpoint (f: string, required: boolean): number | undefined {
+    return this.int(f, required, 1, MAX_SAFE, 'a checkpoint id (a positive integer)')
+  }
+
+  str (f: string, required: boolean, minLen: number, maxLen: number): string | undefined {
+    const x = this.get(f, required)
+    if (x === undefined) return undefined
+    if (typeof x !== 'string' || x.length < minLen || x.length > maxLen || !isWellFormed(x) || x.includes('\0')) {
+      bad(this.id, f, `a string of ${minLen}..${maxLen} characters without NUL`, x)
+    }
+    return x
+  }
+
+  bool (f: string, required: boolean): boolean | undefined {
+    const x = this.get(f, required)
+    if (x === undefined) return undefined
+    if (typeof x !== 'boolean') bad(this.id, f, 'a boolean', x)
+    return x
+  }
+
+  path (f: string): string {
+    const x = this.get(f, true)
+    if (typeof x !== 'string') bad(this.id, f, 'a workspace path (string)', x)
+    const r = normalizePath(x)
+    if ('reason' in r) bad(this.id, f, r.reason, x)
+    return r.path
+  }
+
+  /** An absolute host path: starts with '/', no NUL, no '..' component, at most MAX_PATH_BYTES. */
+  absPath (f: string): string {
+    const x = this.get(f, true)
+    if (typeof x !== 'string' || !x.startsWith('/')) bad(this.id, f, "an absolute path (starting with '/')", x)
+    const r = normalizePath(x)
+    if ('reason' in r) bad(this.id, f, r.reason, x)
+    if (r.path === '') bad(this.id, f, 'an absolute path other than /', x)
+    return '/' + r.path
+  }
+
+  /** Any value; absent and null both mean absent. */
+  any (f: string): unknown {
+    return this.get(f, false)
+  }
+
+  events (f: string): EventName[] | undefined {
+    const x = this.get(f, false)
+    if (x === undefined) return undefined
+    if (!Array.isArray(x) || x.length === 0 || x.length > EVENTS.length || !x.every(isEventName)) {
+      bad(this.id, f, `a non-empty array of event names (${EVENTS.join(', ')})`, x)
+    }
+    return [...new Set(x as EventName[])]
+  }
+}
+
+/** Drop keys whose value is undefined, so the api sees only given arguments. */
+function compact<T extends Record<string, unknown>> (o: T): T {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k]
+  return o
+}
+
+/** Read the id of a message if it is valid, else null (for error replies to undecodable requests). */
+export function peekId (msg: unknown): RequestId | null {
+  return isObject(msg) && isRequestIdValue(msg.id) ? msg.id : null
+}
+
+/**
+ * Validate a decoded message as a request. Returns a new object holding only
+ * the known fields (never the input object), with paths normalised.
+ * Throws ProtoError (see the module comment).
+ */
+export function validateRequest (msg: unknown): Request {
+  if (!isObject(msg)) bad(null, 'message', 'an object {v, id, op, ...}', msg)
+  if (!isRequestIdValue(msg.id)) bad(null, 'id', 'a non-negative safe integer or a string of 1..128 characters', msg.id)
+  const id = msg.id
+  const v = msg.v
+  if (typeof v !== 'number' || !Number.isInteger(v)) bad(id, 'v', 'an integer protocol version', v)
+  if (!SUPPORTED_VERSIONS.includes(v)) {
+    throw new ProtoError('E_UNSUPPORTED_VERSION', `v: version ${v} not supported; supported: ${SUPPORTED_VERSIONS.join(', ')}`, id, { supported: [...SUPPORTED_VERSIONS] })
+  }
+  const op = msg.op
+  if (typeof op !== 'string') bad(id, 'op', 'an operation name (string)', op)
+  if (!isOp(op)) throw new ProtoError('E_UNKNOWN_OP', `op: unknown operation ${describe(op)}`, id, { ops: [...OPS] })
+  const allowed = FIELDS[op]
+  for (const k of Object.keys(msg)) {
+    if (!ENVELOPE.includes(k) && !allowed.includes(k)) {
+      throw new ProtoError('E_BAD_REQUEST', `${k}: unknown field for ${op} (its fields: ${allowed.join(', ') || 'none'})`, id, { field: k })
+    }
+  }
+  const r = new Reader(id, msg)
+  const env = { v, id, op }
+  switch (op) {
+    case 'hello': return compact({ ...env, op, client: r.str('client', false, 0, MAX_CLIENT_LENGTH) })
+    case 'status': return { ...env, op }
+    case 'mark': return compact({ ...env, op, label: r.str('label', false, 0, MAX_LABEL_LENGTH), context: r.any('context'), meta: r.any('meta') })
+    case 'restore': return { ...env, op, checkpoint: r.checkpoint('checkpoint', true)! }
+    case 'log': return compact({ ...env, op, branch: r.str('branch', false, 1, MAX_BRANCH_LENGTH), limit: r.int('limit', false, 1, MAX_LOG_LIMIT) })
+    case 'diff': return compact({ ...env, op, a: r.checkpoint('a', true)!, b: r.checkpoint('b', false) })
+    case 'stat': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', false), path: r.path('path') })
+    case 'readdir': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', false), path: r.path('path') })
+    case 'read': return compact({
+      ...env,
+      op,
+      checkpoint: r.checkpoint('checkpoint', false),
+      path: r.path('path'),
+      offset: r.int('offset', false, 0, MAX_SAFE, 'a byte offset (a non-negative safe integer)'),
+      length: r.int('length', false, 0, MAX_READ_LENGTH, `a byte length in 0..${MAX_READ_LENGTH}`),
+    })
+    case 'context': return { ...env, op, checkpoint: r.checkpoint('checkpoint', true)! }
+    case 'export': return { ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, dir: r.absPath('dir') }
+    case 'unmount': return compact({ ...env, op, discard: r.bool('discard', false) })
+    case 'subscribe': return compact({ ...env, op, events: r.events('events') })
+  }
+}
