@@ -86,8 +86,8 @@ export class LowerLayer {
   /** True when the directory on disk still holds what `ref` names (not frozen). */
   isLive (ref: LowerRef): boolean { return this.frozenFor(ref) === undefined }
 
-  /** stat of the lower root (the workspace directory itself). */
-  statRoot (): LowerStat { return lowerStat(fs.lstatSync(this.root, { bigint: true })) }
+  /** stat of the lower root (the workspace directory itself; the fd path is a magic link, so it is followed). */
+  statRoot (): LowerStat { return lowerStat(fs.statSync(this.root, { bigint: true })) }
 
   /** Listing of a lower directory with each child's stat. Throws FsError(EIO) when it cannot be read. */
   list (ref: LowerRef): LowerEntry[] {

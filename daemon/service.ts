@@ -5,10 +5,10 @@
  */
 import type { CheckpointId } from './types.js'
 import type { CheckpointInfo, DiffEntry, RestoreInfo, RewindApi, StatInfo, StatusInfo } from './api.js'
-import { type InodeRecord, ROOT_INO, isDir, isFile, typeName } from './inode.js'
+import { type InodeRecord, isDir, isFile, typeName } from './inode.js'
 import type { Workspace } from './workspace.js'
 import type { Generations, InvalidationItem } from './generations.js'
-import { lookup, type TableNode } from './itable.js'
+import { TreeView } from './tree.js'
 import { ApiError } from '../proto/errors.js'
 import { FsError } from './errno.js'
 
@@ -68,52 +68,16 @@ export class Service implements RewindApi {
     return await this.d.generations.diff(this.d.workspace, req.a, req.b)
   }
 
-  /** Record at `path` in the table of checkpoint `id` (live when absent), or null. O(depth) lookups. */
-  private async at (id: CheckpointId | undefined, path: string): Promise<[InodeRecord | null, TableNode | null]> {
-    const parts = path.split('/').filter(p => p !== '' && p !== '.')
+  /** Record at `path` in checkpoint `id` (live when absent), and the view it came from. */
+  private async at (id: CheckpointId | undefined, path: string): Promise<[InodeRecord | null, TreeView | null]> {
     if (id === undefined) {
-      try { return [this.d.workspace.get(this.d.workspace.resolve('/' + parts.join('/')))!, null] } catch (e) {
+      try { return [this.d.workspace.get(this.d.workspace.resolve('/' + path))!, null] } catch (e) {
         if (e instanceof FsError) return [null, null]
         throw e
       }
     }
-    const g = this.d.generations
-    const t = await g.tableOf(id)
-    let cur = await g.recordIn(t, ROOT_INO)
-    for (const name of parts) {
-      if (!cur || !isDir(cur)) return [null, t]
-      cur = (await this.children(t, cur)).get(name)
-    }
-    return [cur ?? null, t]
-  }
-
-  /**
-   * Children of a directory record of a sealed table. A directory that was
-   * never listed is read from its lower layer without changing the live
-   * state (those children report ino 0).
-   */
-  private async children (t: TableNode, r: InodeRecord): Promise<Map<string, InodeRecord>> {
-    const out = new Map<string, InodeRecord>()
-    if (r.entries) {
-      for (const [name, ino] of r.entries) {
-        const c = await this.d.generations.recordIn(t, ino)
-        if (c) out.set(name, c)
-      }
-      return out
-    }
-    const ref = r.lower!
-    const lower = this.d.workspace.lower
-    for (const e of lower.list(ref)) {
-      const p = ref.p === '' ? e.name : `${ref.p}/${e.name}`
-      const c: InodeRecord = {
-        ino: 0, mode: e.st.mode, uid: e.st.uid, gid: e.st.gid, rdev: e.st.rdev, size: e.st.size,
-        atime: e.st.atime, mtime: e.st.mtime, ctime: e.st.ctime, links: [[r.ino, e.name]]
-      }
-      if (isDir(c)) { c.lower = { s: ref.s, p }; c.size = 0; c.subdirs = Math.max(0, e.st.nlink - 2) } else if (isFile(c)) c.lower = { s: ref.s, p }
-      else if ((c.mode & 0o170000) === 0o120000) c.target = lower.readlink({ s: ref.s, p })
-      out.set(e.name, c)
-    }
-    return out
+    const view = new TreeView(this.d.generations, this.d.workspace, await this.d.generations.tableOf(id))
+    return [await view.at(path), view]
   }
 
   private statInfo (path: string, r: InodeRecord): StatInfo {
@@ -138,7 +102,7 @@ export class Service implements RewindApi {
     const out: StatInfo[] = []
     const base = req.path.replace(/\/$/, '')
     if (t) {
-      for (const [name, c] of await this.children(t, r)) out.push(this.statInfo(`${base}/${name}`, c))
+      for (const [name, c] of await t.children(r)) out.push(this.statInfo(`${base}/${name}`, c))
     } else {
       for (const [name, ino] of this.d.workspace.entriesOf(r)) {
         const c = this.d.workspace.get(ino)
@@ -175,4 +139,3 @@ export class Service implements RewindApi {
   }
 }
 
-export { lookup }

@@ -1,0 +1,246 @@
+#!/usr/bin/env node
+/**
+ * The rewindfs command line (commander). Every command but `mount` and
+ * `daemon` is a client of the daemon's websocket protocol.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { Command, Option } from 'commander'
+import { RewindClient, RewindError, ConnectionError, TimeoutError } from '../client/client.js'
+import { defaultStore, findWorkspace, register, registered } from './paths.js'
+import { mountState } from './mounts.js'
+import { startDaemon, checkFuseAvailable } from './daemon.js'
+import type { CheckpointInfo } from './api.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+
+/** An error the CLI reports as one line and exit status 1. */
+class CliError extends Error {}
+
+function fmtMs (ms: number): string { return ms < 10 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(1)} ms` }
+
+function fmtTime (ms: number): string { return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z') }
+
+function parseId (s: string): number {
+  const m = /^#?(\d+)$/.exec(s.trim())
+  if (!m) throw new CliError(`"${s}" is not a checkpoint id: ids are numbers, as shown by rewindfs log`)
+  return Number(m[1])
+}
+
+/** The workspace a command acts on: -w, else the registered workspace containing the cwd. */
+function locate (opts: { workspace?: string }): { workspace: string, store: string } {
+  if (opts.workspace) {
+    const ws = path.resolve(opts.workspace)
+    const store = registered(ws)
+    if (!store) throw new CliError(`${ws} has never been mounted by rewindfs: run rewindfs mount ${ws}`)
+    return { workspace: ws, store }
+  }
+  const found = findWorkspace(process.cwd())
+  if (!found) throw new CliError('not inside a rewindfs workspace: cd into a mounted workspace or give -w DIR')
+  return found
+}
+
+async function connect (opts: { workspace?: string }): Promise<RewindClient> {
+  const { workspace, store } = locate(opts)
+  if (!fs.existsSync(path.join(store, 'daemon.json'))) throw new CliError(`the daemon for ${workspace} is not running: run rewindfs mount ${workspace}`)
+  try {
+    return await RewindClient.connect({ storeDir: store, timeoutMs: 120000 })
+  } catch (e: any) {
+    throw new CliError(`cannot reach the daemon for ${workspace} (${e.message}): if it died, run rewindfs mount ${workspace} to resume from its last checkpoint`)
+  }
+}
+
+async function withClient<T> (opts: { workspace?: string }, fn: (c: RewindClient) => Promise<T>): Promise<T> {
+  const c = await connect(opts)
+  try { return await fn(c) } finally { await c.close().catch(() => {}) }
+}
+
+function printCheckpoint (c: CheckpointInfo): void {
+  console.log(`#${c.id}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} inodes  ${c.label ?? ''}`)
+}
+
+/** Waits until the daemon `pid` has written daemon.json, or fails with its log. */
+async function waitReady (store: string, pid: number, logFile: string, child: ReturnType<typeof spawn>): Promise<void> {
+  let exited: number | null = null
+  child.on('exit', (code) => { exited = code ?? 1 })
+  const deadline = Date.now() + 60000
+  while (Date.now() < deadline) {
+    try {
+      const info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8'))
+      if (info.pid === pid) return
+    } catch {}
+    if (exited !== null) break
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join('\n') : ''
+  throw new CliError(`the daemon did not start${exited !== null ? ` (exit ${exited})` : ' within 60 s'}:\n${tail}\n(full log: ${logFile})`)
+}
+
+export function program (): Command {
+  const p = new Command('rewindfs')
+    .description('A versioned workspace with real undo: mount a directory, checkpoint it, restore it exactly.')
+    .version('0.1.0')
+    .showHelpAfterError()
+  const ws = new Option('-w, --workspace <dir>', 'the workspace (default: the mounted workspace containing the current directory)')
+
+  p.command('mount').argument('<dir>', 'directory to version in place')
+    .description('Mount DIR through rewindfs: you keep working in DIR; every write is versioned.')
+    .option('--store <dir>', 'store directory (default: under $REWINDFS_HOME, /var/lib/rewindfs for root)')
+    .option('--foreground', 'run the daemon in this process (logs to stderr) instead of in the background')
+    .option('--port <n>', 'loopback TCP port for the protocol (default: any free port)', v => Number(v))
+    .addHelpText('after', '\nExample:\n  rewindfs mount ~/project && cd ~/project && rewindfs checkpoint -m "before refactor"')
+    .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number }) => {
+      if (!fs.existsSync(dir)) throw new CliError(`${dir} does not exist: create it first (mkdir -p ${dir})`)
+      if (!fs.statSync(dir).isDirectory()) throw new CliError(`${dir} is not a directory`)
+      const abs = fs.realpathSync(dir)
+      checkFuseAvailable()
+      const st = mountState(abs)
+      if (st === 'mounted') throw new CliError(`${abs} is already mounted (mount point busy): rewindfs unmount -w ${abs} first`)
+      const store = path.resolve(o.store ?? registered(abs) ?? defaultStore(abs))
+      register(abs, store)
+      if (o.foreground) {
+        const d = await startDaemon({ dir: abs, store, port: o.port })
+        console.error(`rewindfs: ${abs} mounted (store ${store}); Ctrl-C unmounts and writes the final state back`)
+        const stop = (): void => { d.shutdown(false).catch(e => console.error(`rewindfs: ${e.message}`)) }
+        process.once('SIGINT', stop)
+        process.once('SIGTERM', stop)
+        await d.closed
+        return
+      }
+      fs.mkdirSync(store, { recursive: true, mode: 0o700 })
+      const logFile = path.join(store, 'daemon.log')
+      const out = fs.openSync(logFile, 'a')
+      const args = [path.join(here, 'cli.js'), 'daemon', abs, '--store', store]
+      if (o.port) args.push('--port', String(o.port))
+      const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out] })
+      fs.closeSync(out)
+      await waitReady(store, child.pid!, logFile, child)
+      child.unref()
+      console.log(`mounted ${abs} (daemon pid ${child.pid}, store ${store})`)
+    })
+
+  p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', v => Number(v))
+    .action(async (dir: string, o: { store: string, port?: number }) => {
+      const d = await startDaemon({ dir, store: o.store, port: o.port })
+      const stop = (): void => { d.shutdown(false).catch(e => console.error(`rewindfs: ${e.message}`)) }
+      process.once('SIGINT', stop)
+      process.once('SIGTERM', stop)
+      await d.closed
+    })
+
+  p.command('unmount').addOption(ws)
+    .description('Unmount the workspace. DIR keeps the final state (checkpointed first), or its original content with --discard.')
+    .option('--discard', 'leave the directory as it was before mount; the store keeps every checkpoint')
+    .addHelpText('after', '\nExample:\n  rewindfs unmount -w ~/project')
+    .action(async (o: { workspace?: string, discard?: boolean }) => {
+      const { workspace, store } = locate(o)
+      const info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) as { pid: number }
+      await withClient(o, async c => await c.unmount({ discard: o.discard === true }))
+      const deadline = Date.now() + 600000
+      while (Date.now() < deadline) {
+        try { process.kill(info.pid, 0) } catch { break }
+        await new Promise(resolve => setTimeout(resolve, 50))
+      }
+      console.log(`unmounted ${workspace}${o.discard ? ' (discarded: the directory holds its original content)' : ''}`)
+    })
+
+  p.command('checkpoint').addOption(ws)
+    .description('Seal the current state as a checkpoint.')
+    .option('-m, --message <label>', 'label of the checkpoint')
+    .option('--json', 'print the checkpoint as JSON')
+    .addHelpText('after', '\nExample:\n  rewindfs checkpoint -m "tests pass"')
+    .action(async (o: { workspace?: string, message?: string, json?: boolean }) => {
+      const c = await withClient(o, async cl => await cl.mark({ label: o.message }))
+      if (o.json) console.log(JSON.stringify(c))
+      else console.log(`checkpoint #${c.id} (${c.inodes} inodes, ${c.dirtyBytes} bytes written since the last one, ${fmtMs(c.ms)})`)
+    })
+
+  p.command('log').addOption(ws)
+    .description('List checkpoints, newest first.')
+    .option('--branch <name>', 'only this branch')
+    .option('-n, --limit <n>', 'at most n checkpoints', v => Number(v), 100)
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  rewindfs log -n 10')
+    .action(async (o: { workspace?: string, branch?: string, limit: number, json?: boolean }) => {
+      const list = await withClient(o, async c => await c.log({ branch: o.branch, limit: o.limit }))
+      if (o.json) console.log(JSON.stringify(list))
+      else list.forEach(printCheckpoint)
+    })
+
+  p.command('diff').addOption(ws).argument('<a>', 'checkpoint id').argument('[b]', 'checkpoint id (default: the live workspace)')
+    .description('Paths that differ between two checkpoints, or a checkpoint and now.')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  rewindfs diff 3        # what changed since checkpoint 3')
+    .action(async (a: string, b: string | undefined, o: { workspace?: string, json?: boolean }) => {
+      const d = await withClient(o, async c => await c.diff({ a: parseId(a), b: b === undefined ? undefined : parseId(b) }))
+      if (o.json) console.log(JSON.stringify(d))
+      else for (const e of d) console.log(`${{ added: 'A', deleted: 'D', modified: 'M', meta: 'm', type: 'T' }[e.change]} ${e.path}`)
+    })
+
+  p.command('restore').addOption(ws).argument('<id>', 'checkpoint id')
+    .description('Make the workspace exactly checkpoint ID again (unsaved changes are checkpointed first).')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  rewindfs restore 3')
+    .action(async (id: string, o: { workspace?: string, json?: boolean }) => {
+      const r = await withClient(o, async c => await c.restore({ id: parseId(id) }))
+      if (o.json) console.log(JSON.stringify(r))
+      else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} inodes changed, ${fmtMs(r.ms)}); now on branch ${r.branch}`)
+    })
+
+  p.command('show').addOption(ws).argument('<ref>', 'ID:PATH, a file at a checkpoint')
+    .description('Print a file (or list a directory) as it was at a checkpoint.')
+    .addHelpText('after', '\nExample:\n  rewindfs show 3:src/index.js')
+    .action(async (ref: string, o: { workspace?: string }) => {
+      const i = ref.indexOf(':')
+      if (i < 0) throw new CliError(`"${ref}" is not ID:PATH (for example 3:src/index.js)`)
+      const id = parseId(ref.slice(0, i))
+      const p0 = ref.slice(i + 1).replace(/^\/+/, '')
+      await withClient(o, async c => {
+        const st = await c.stat({ id, path: p0 })
+        if (!st) throw new CliError(`${p0} does not exist at checkpoint ${id}`)
+        if (st.type === 'dir') { for (const e of await c.readdir({ id, path: p0 })) console.log(`${e.type === 'dir' ? e.path.split('/').pop() + '/' : e.path.split('/').pop()}`); return }
+        if (st.type === 'symlink') { console.log(`-> ${st.target}`); return }
+        for (let off = 0; off < st.size;) {
+          const b = await c.read({ id, path: p0, offset: off, length: 4 * 1024 * 1024 })
+          if (b.length === 0) break
+          process.stdout.write(b)
+          off += b.length
+        }
+      })
+    })
+
+  p.command('export').addOption(ws).argument('<id>', 'checkpoint id').argument('<dir>', 'destination (new or empty, outside the workspace)')
+    .description('Write a checkpoint as plain files into DIR.')
+    .addHelpText('after', '\nExample:\n  rewindfs export 3 /tmp/at-3')
+    .action(async (id: string, dir: string, o: { workspace?: string }) => {
+      const r = await withClient(o, async c => await c.export({ id: parseId(id), dir: path.resolve(dir) }))
+      console.log(`exported checkpoint #${id} to ${path.resolve(dir)} (${r.files} paths, ${r.bytes} bytes)`)
+    })
+
+  p.command('status').addOption(ws)
+    .description('Show the workspace, branch, head checkpoint and unsaved bytes.')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  rewindfs status')
+    .action(async (o: { workspace?: string, json?: boolean }) => {
+      const s = await withClient(o, async c => await c.status())
+      if (o.json) { console.log(JSON.stringify(s)); return }
+      console.log(`workspace  ${s.workspace}\nstore      ${s.store}\nbranch     ${s.branch}\nhead       ${s.head === null ? '(none)' : '#' + s.head}\ninodes     ${s.inodes}\nunsaved    ${s.dirtyBytes} bytes\ndaemon     pid ${s.pid}, protocol ${s.protocol}`)
+    })
+  return p
+}
+
+/** Runs the CLI; errors become one line on stderr and exit status 1. */
+export async function main (argv: string[]): Promise<void> {
+  try {
+    await program().parseAsync(argv)
+  } catch (e: any) {
+    if (e instanceof RewindError) console.error(`rewindfs: ${e.message} [${e.code}]`)
+    else if (e instanceof CliError || e instanceof ConnectionError || e instanceof TimeoutError) console.error(`rewindfs: ${e.message}`)
+    else console.error(`rewindfs: ${e?.message ?? e}`)
+    process.exitCode = 1
+  }
+}
+
+if (process.argv[1] && fs.realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) await main(process.argv)

@@ -1,0 +1,165 @@
+/**
+ * The daemon process: opens the store of a workspace directory, mounts the
+ * workspace over it, serves the protocol, and on unmount writes the final
+ * state back (or discards it).
+ *
+ * States: OPENING → MOUNTED → UNMOUNTING → CLOSED. A daemon that dies while
+ * MOUNTED leaves `state.mounted` true in the store; the next mount resumes
+ * from the last acknowledged checkpoint (the directory itself is untouched
+ * until a clean unmount writes it back).
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import { StoreDb } from './store/db.js'
+import { BlockStore } from './store/blocks.js'
+import { Generations } from './generations.js'
+import { Workspace } from './workspace.js'
+import { LowerLayer, type FrozenPath } from './lower.js'
+import { type InodeRecord, ROOT_INO } from './inode.js'
+import { applyChanges, emptyTable, loadAll, allRecords } from './itable.js'
+import { Service } from './service.js'
+import { startServer, type RewindServer } from './server.js'
+import { loadOrCreateToken, writeConnectionFile, removeConnectionFile } from './token.js'
+import { PROTOCOL_VERSION } from '../proto/version.js'
+import { FuseMount } from '../fuse/adapter.js'
+import { exportCheckpoint } from './export.js'
+import { writeBack } from './writeback.js'
+import { mountState } from './mounts.js'
+
+const run = promisify(execFile)
+
+export interface DaemonOptions {
+  /** the workspace directory (absolute) */
+  dir: string
+  /** the store directory (absolute) */
+  store: string
+  /** TCP port for the protocol (0 = any free port) */
+  port?: number
+  log?: (msg: string) => void
+}
+
+/** A running daemon. */
+export interface Daemon {
+  /** resolves when the daemon has unmounted and closed */
+  closed: Promise<void>
+  /** unmount, write back (or discard), close */
+  shutdown(discard: boolean): Promise<void>
+}
+
+/** Checks the machine can mount; throws an Error that says what to install. */
+export function checkFuseAvailable (): void {
+  if (!fs.existsSync('/dev/fuse')) throw new Error('/dev/fuse is missing: load the fuse kernel module (modprobe fuse) or run where FUSE is available')
+  const libs = ['/usr/lib/x86_64-linux-gnu/libfuse.so.2', '/lib/x86_64-linux-gnu/libfuse.so.2', '/usr/lib/aarch64-linux-gnu/libfuse.so.2', '/usr/lib/libfuse.so.2']
+  if (!libs.some(l => fs.existsSync(l))) throw new Error('libfuse2 is missing: apt-get install -y libfuse2 fuse')
+}
+
+/** Starts a daemon for `dir`: returns once the workspace is mounted and the server listens. */
+export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
+  const log = o.log ?? ((m: string) => process.stderr.write(m + '\n'))
+  checkFuseAvailable()
+  const st = fs.statSync(o.dir, { throwIfNoEntry: false })
+  if (!st) throw new Error(`${o.dir} does not exist: create it first (mkdir -p ${o.dir})`)
+  if (!st.isDirectory()) throw new Error(`${o.dir} is not a directory: rewindfs mounts a directory`)
+  const ms = mountState(o.dir)
+  if (ms === 'mounted') throw new Error(`${o.dir} is already a mount point (mount point busy): unmount it first (rewindfs unmount ${o.dir}, or fusermount -u ${o.dir})`)
+  if (ms === 'stale') {
+    log(`rewindfs: clearing a stale mount left on ${o.dir} by a daemon that died`)
+    await run('fusermount', ['-uz', o.dir]).catch(async () => await run('umount', ['-l', o.dir]))
+  }
+  if (path.resolve(o.store).startsWith(path.resolve(o.dir) + path.sep)) throw new Error(`the store ${o.store} must not be inside the workspace ${o.dir}`)
+  fs.mkdirSync(o.store, { recursive: true, mode: 0o700 })
+
+  const db = await StoreDb.open(o.store)
+  const blocks = await BlockStore.open(o.store, db)
+  const gens = await Generations.open(db, blocks)
+  const state = gens.state
+
+  // the lower layer: DIR opened before the mount covers it
+  const dirFd = fs.openSync(o.dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
+  const frozen = new Map<string, FrozenPath[]>()
+  for await (const e of db.iterate<FrozenPath[]>('lower')) frozen.set(e.key, e.value)
+  const lower = new LowerLayer(`/proc/self/fd/${dirFd}`, state.session, frozen)
+
+  let ws: Workspace
+  const resumed = state.mounted && state.head !== null
+  if (resumed) {
+    // the daemon died while mounted: DIR still holds the session's lower layer; resume the last checkpoint
+    const t = await gens.tableOf(state.head!)
+    await loadAll(gens, t, gens.nodes, gens.records)
+    ws = new Workspace({ blocks, lower, base: t, nextIno: state.nextIno })
+    for (const r of allRecords(t)) ws.noteLowerKey(r)
+    log(`rewindfs: the previous daemon died; resumed from checkpoint ${state.head}`)
+  } else {
+    // the workspace is DIR as it is now: one root record whose listing is lower (O(1))
+    const ls = lower.statRoot()
+    const root: InodeRecord = {
+      ino: ROOT_INO, mode: ls.mode, uid: ls.uid, gid: ls.gid, rdev: 0, size: 0,
+      atime: ls.atime, mtime: ls.mtime, ctime: ls.ctime, links: [], lower: { s: state.session, p: '' }, subdirs: Math.max(0, ls.nlink - 2)
+    }
+    const base = applyChanges(emptyTable(), new Map([[ROOT_INO, root]]))
+    ws = new Workspace({ blocks, lower, base, nextIno: state.nextIno })
+    gens.inodes = 1
+    if (state.head !== null) {
+      // a remount after a clean unmount starts a new branch from the directory's content
+      const name = `b${state.nextBranch++}`
+      gens.branches.set(name, { name, base: null, head: null, created: Date.now() })
+      state.branch = name
+      state.head = null
+    }
+  }
+
+  const fuse = new FuseMount({ mountpoint: o.dir, workspace: ws, statfsPath: o.store, log })
+  await fuse.mount()
+  state.mounted = true
+  if (!resumed) await gens.mark(ws, { label: 'mount' })
+  else await gens.saveState(ws)
+
+  let server: RewindServer | null = null
+  let phase: 'MOUNTED' | 'UNMOUNTING' | 'CLOSED' = 'MOUNTED'
+  let resolveClosed!: () => void
+  const closed = new Promise<void>(resolve => { resolveClosed = resolve })
+
+  const shutdown = async (discard: boolean): Promise<void> => {
+    if (phase !== 'MOUNTED') return await closed
+    phase = 'UNMOUNTING'
+    try {
+      if (!discard && gens.isDirty(ws)) await gens.mark(ws, { label: 'unmount' })
+      await fuse.unmount()
+      if (!discard) {
+        const r = await writeBack({ ws, gens, db, blocks, dir: o.dir, dirFd, log })
+        log(`rewindfs: wrote the final state back into ${o.dir} (${r.written} paths written, ${r.removed} removed, ${r.frozen} frozen)`)
+        state.session++
+      } else {
+        log(`rewindfs: discarded; ${o.dir} holds its original content`)
+      }
+      state.mounted = false
+      await gens.saveState(ws)
+    } finally {
+      phase = 'CLOSED'
+      ws.close()
+      try { fs.closeSync(dirFd) } catch {}
+      await server?.close().catch(() => {})
+      await removeConnectionFile(o.store).catch(() => {})
+      blocks.close()
+      await db.close().catch(() => {})
+      resolveClosed()
+    }
+  }
+
+  const service = new Service({
+    workspace: ws,
+    generations: gens,
+    workspacePath: o.dir,
+    storePath: o.store,
+    protocol: PROTOCOL_VERSION,
+    invalidate: async (items) => { await fuse.invalidate(items) },
+    exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir }),
+    unmount: shutdown
+  })
+  const token = await loadOrCreateToken(o.store)
+  server = await startServer({ api: service, token, port: o.port ?? 0 })
+  await writeConnectionFile(o.store, { port: server.port, socket: server.socketPath, pid: process.pid, workspace: o.dir })
+  return { closed, shutdown }
+}

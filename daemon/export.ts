@@ -1,0 +1,40 @@
+/**
+ * `export`: writes a checkpoint as plain files into a directory outside the
+ * workspace. O(size of the checkpoint): one of the three operations allowed
+ * to walk a whole tree (DESIGN.md "Costs").
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import type { CheckpointId } from './types.js'
+import type { Generations } from './generations.js'
+import type { Workspace } from './workspace.js'
+import { TreeView } from './tree.js'
+import { writeNode, applyMeta } from './materialize.js'
+import { ApiError } from '../proto/errors.js'
+
+export interface ExportOptions {
+  gens: Generations
+  ws: Workspace
+  id: CheckpointId
+  /** absolute destination; must not exist or be an empty directory, and must be outside the workspace */
+  dir: string
+  workspaceDir: string
+}
+
+/** Exports checkpoint `id`; returns the number of paths and file bytes written. */
+export async function exportCheckpoint (o: ExportOptions): Promise<{ files: number, bytes: number }> {
+  if (!path.isAbsolute(o.dir)) throw new ApiError('E_BAD_REQUEST', `export directory must be an absolute path, got ${o.dir}`)
+  const dest = path.resolve(o.dir)
+  const ws = path.resolve(o.workspaceDir)
+  if (dest === ws || dest.startsWith(ws + path.sep)) throw new ApiError('E_BAD_REQUEST', `export directory ${dest} is inside the workspace; choose a directory outside ${ws}`)
+  const existing = fs.statSync(dest, { throwIfNoEntry: false })
+  if (existing && (!existing.isDirectory() || fs.readdirSync(dest).length > 0)) throw new ApiError('E_BAD_REQUEST', `export directory ${dest} exists and is not an empty directory`)
+  const view = new TreeView(o.gens, o.ws, await o.gens.tableOf(o.id))
+  const root = await view.root()
+  const count = { files: 0, bytes: 0 }
+  const links = new Map<string, string>()
+  if (!existing) fs.mkdirSync(dest, { recursive: true, mode: 0o700 })
+  for (const [name, c] of await view.children(root)) await writeNode(view, c, `${dest}/${name}`, links, count)
+  applyMeta(root, dest)
+  return count
+}

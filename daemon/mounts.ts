@@ -1,0 +1,41 @@
+/**
+ * Mount-point checks from /proc/self/mountinfo (proc(5)), so a stale mount
+ * left by a killed daemon is detected and cleared instead of failing with
+ * "Transport endpoint is not connected".
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+
+/** Octal escapes of mountinfo fields (space is \040). */
+function unescape (s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)))
+}
+
+/** Mount points of FUSE filesystems, absolute. */
+export function fuseMounts (): string[] {
+  let text = ''
+  try { text = fs.readFileSync('/proc/self/mountinfo', 'utf8') } catch { return [] }
+  const out: string[] = []
+  for (const line of text.split('\n')) {
+    const [left, right] = line.split(' - ')
+    if (!left || !right) continue
+    const mnt = unescape(left.split(' ')[4] ?? '')
+    const fstype = right.split(' ')[0] ?? ''
+    if (fstype === 'fuse' || fstype.startsWith('fuse.')) out.push(mnt)
+  }
+  return out
+}
+
+/**
+ * 'none' when `dir` is not a FUSE mount point, 'mounted' when it is one
+ * that answers, 'stale' when it is one whose daemon is gone (ENOTCONN).
+ * Never call this from the daemon on its own live mount.
+ */
+export function mountState (dir: string): 'none' | 'mounted' | 'stale' {
+  const abs = path.resolve(dir)
+  if (!fuseMounts().includes(abs)) return 'none'
+  try { fs.statSync(abs); return 'mounted' } catch (e: any) {
+    if (e.code === 'ENOTCONN' || e.code === 'ECONNABORTED' || e.code === 'ENXIO') return 'stale'
+    return 'mounted'
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Write-back at unmount: makes the workspace directory hold the final state,
+ * touching only what differs (O(paths the session changed) plus the
+ * directories on their way; directories the session never listed are
+ * skipped whole).
+ *
+ * Old checkpoints may still refer to lower content that write-back is about
+ * to change. So it runs in two passes over the same decisions:
+ *  1. freeze: for every path it will remove or overwrite, and every directory
+ *     whose listing or children's attributes it will change, record the
+ *     current content (file bytes into blocks, listings with stats) as a
+ *     FrozenPath for the sessions that saw it; make that durable
+ *     (pack fsync, then one LevelDB batch);
+ *  2. apply: change the directory. New content is written to a temporary
+ *     name and renamed over the old one.
+ * A crash in pass 2 leaves frozen copies for everything changed so far, and
+ * the next mount resumes the last checkpoint (see daemon.ts).
+ */
+import fs from 'node:fs'
+import type { StoreDb } from './store/db.js'
+import type { BlockStore } from './store/blocks.js'
+import type { Generations } from './generations.js'
+import type { Workspace } from './workspace.js'
+import { BLOCK_SIZE, type BlockId } from './types.js'
+import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
+import { type FrozenPath, type LowerEntry, lowerStat, LowerLayer } from './lower.js'
+import { TreeView } from './tree.js'
+import { writeContent, applyMeta, makeSpecial } from './materialize.js'
+
+export interface WriteBackOptions {
+  ws: Workspace
+  gens: Generations
+  db: StoreDb
+  blocks: BlockStore
+  /** the workspace directory (no longer mounted) */
+  dir: string
+  /** fd of the workspace directory opened before the mount */
+  dirFd: number
+  log: (m: string) => void
+}
+
+const ZERO = Buffer.alloc(BLOCK_SIZE)
+
+/** Writes the live state (sealed by the caller) back into the directory. */
+export async function writeBack (o: WriteBackOptions): Promise<{ written: number, removed: number, frozen: number }> {
+  const session = o.gens.state.session
+  const root = `/proc/self/fd/${o.dirFd}`
+  const view = new TreeView(o.gens, o.ws, o.ws.base)
+  const before = new LowerLayer(o.ws.lower.root, session, new Map([...o.ws.lower.frozen].map(([k, v]) => [k, v.slice()])))
+  const frozenNow = new Map<string, FrozenPath[]>()
+  const stats = { written: 0, removed: 0, frozen: 0 }
+  const absOf = (rel: string): string => rel === '' ? root : `${root}/${rel}`
+  const join = (rel: string, name: string): string => rel === '' ? name : `${rel}/${name}`
+
+  // ---- freezing (pass 1) ----
+  const freeze = (rel: string, f: Omit<FrozenPath, 'from' | 'to'>): void => {
+    const list = o.ws.lower.frozen.get(rel) ?? []
+    const from = list.reduce((m, x) => Math.max(m, x.to), 0) + 1
+    if (from > session) return // already frozen for this session
+    list.push({ from, to: session, ...f })
+    o.ws.lower.frozen.set(rel, list)
+    frozenNow.set(rel, list)
+    stats.frozen++
+  }
+  const listingOf = (rel: string): LowerEntry[] => {
+    const abs = absOf(rel)
+    return fs.readdirSync(abs).map(name => ({ name, st: lowerStat(fs.lstatSync(`${abs}/${name}`, { bigint: true })) }))
+  }
+  const freezeFile = (rel: string, size: number): void => {
+    const fd = fs.openSync(absOf(rel), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+    const blocks: BlockId[] = []
+    const buf = Buffer.allocUnsafe(BLOCK_SIZE)
+    try {
+      for (let off = 0; off < size; off += BLOCK_SIZE) {
+        const n = fs.readSync(fd, buf, 0, Math.min(BLOCK_SIZE, size - off), off)
+        const chunk = buf.subarray(0, n)
+        blocks.push(n === 0 || chunk.equals(ZERO.subarray(0, n)) ? 0 : o.blocks.put(chunk))
+      }
+    } finally { fs.closeSync(fd) }
+    freeze(rel, { blocks })
+  }
+  const freezeTree = (rel: string): void => {
+    const st = fs.lstatSync(absOf(rel))
+    if (st.isDirectory()) {
+      const listing = listingOf(rel)
+      freeze(rel, { listing })
+      for (const e of listing) freezeTree(join(rel, e.name))
+    } else if (st.isFile()) freezeFile(rel, st.size)
+    else if (st.isSymbolicLink()) freeze(rel, { target: fs.readlinkSync(absOf(rel)) })
+  }
+
+  const links = new Map<number, string>()
+  const metaDiffers = (c: InodeRecord, h: fs.BigIntStats): boolean =>
+    Number(h.mode) !== c.mode || Number(h.uid) !== c.uid || Number(h.gid) !== c.gid || h.mtimeNs / 1000n !== c.mtime / 1000n
+  const pristine = (c: InodeRecord, rel: string): boolean =>
+    c.lower !== undefined && c.lower.s === session && c.lower.p === rel && before.isLive(c.lower)
+
+  const walk = async (r: InodeRecord, rel: string, apply: boolean): Promise<void> => {
+    if (!r.entries && pristine(r, rel)) return
+    const abs = absOf(rel)
+    const have = new Map<string, fs.BigIntStats>()
+    if (fs.existsSync(abs)) for (const name of fs.readdirSync(abs)) have.set(name, fs.lstatSync(`${abs}/${name}`, { bigint: true }))
+    const want = await view.children(r)
+    let changed = false
+    for (const [name] of have) {
+      if (want.has(name)) continue
+      changed = true
+      if (!apply) freezeTree(join(rel, name))
+      else { fs.rmSync(`${abs}/${name}`, { recursive: true, force: true }); stats.removed++ }
+    }
+    for (const [name, c] of want) {
+      const crel = join(rel, name)
+      const cabs = `${abs}/${name}`
+      const h = have.get(name)
+      const type = c.mode & S_IFMT
+      const sameType = h !== undefined && (Number(h.mode) & S_IFMT) === type
+      const multi = type !== S_IFDIR && c.ino !== 0 && c.links.length > 1
+      const linkTo = multi ? links.get(c.ino) : undefined
+      let rewrite: boolean
+      if (type === S_IFDIR) rewrite = !sameType
+      else if (linkTo) rewrite = !(h && fs.existsSync(linkTo) && fs.lstatSync(linkTo, { bigint: true }).ino === h.ino)
+      else if (type === S_IFREG) rewrite = !sameType || !pristine(c, crel)
+      else if (type === S_IFLNK) rewrite = !sameType || fs.readlinkSync(cabs) !== c.target
+      else rewrite = !sameType
+      if (rewrite || (h && metaDiffers(c, h))) changed = true
+      if (!apply) {
+        if ((rewrite || multi) && h) freezeTree(crel)
+        if (type === S_IFDIR) await walk(c, crel, false)
+        continue
+      }
+      if (rewrite) {
+        if (h && (type === S_IFDIR || !sameType || type !== S_IFREG)) fs.rmSync(cabs, { recursive: true, force: true })
+        if (type === S_IFDIR) fs.mkdirSync(cabs, { mode: 0o700 })
+        else if (linkTo) { const tmp = `${abs}/.rewindfs-wb-${process.pid}`; fs.linkSync(linkTo, tmp); fs.renameSync(tmp, cabs) }
+        else if (type === S_IFREG) { const tmp = `${abs}/.rewindfs-wb-${process.pid}`; writeContent(view, c, tmp); fs.renameSync(tmp, cabs) }
+        else makeSpecial(c, cabs)
+        stats.written++
+      }
+      if (type === S_IFDIR) await walk(c, crel, true)
+      if (multi && !links.has(c.ino)) links.set(c.ino, cabs)
+      if (rewrite || !h || metaDiffers(c, h) || type === S_IFDIR) applyMeta(c, cabs)
+    }
+    if (!apply && changed && fs.existsSync(abs)) freeze(rel, { listing: listingOf(rel) })
+  }
+
+  const rootRec = await view.root()
+  await walk(rootRec, '', false)
+  if (frozenNow.size > 0) {
+    await o.blocks.sync()
+    const batch = o.db.batch()
+    o.blocks.commitTo(batch)
+    for (const [rel, list] of frozenNow) batch.put('lower', rel, list)
+    await batch.write({ sync: true })
+  }
+  await walk(rootRec, '', true)
+  applyMeta(rootRec, root)
+  return stats
+}
