@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what rewindfs needs and builds it; safe to run again (each step
+# is skipped when already done). Used by `npm run demo` and `npm test`.
+#   - Debian packages: libfuse2 + fuse (runtime), libfuse-dev + pkg-config
+#     (building the patched binding), git + sqlite3 + python3-websockets
+#     (the main job and the tests)
+#   - npm dependencies (npm install when node_modules is missing or older
+#     than package.json)
+#   - the TypeScript build (dist/) and the native binding (fuse/native/build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$major" -lt 20 ]; then say "Node.js 20 or newer is needed (found $(node --version 2>/dev/null || echo none))"; exit 1; fi
+
+pkgs=(libfuse2 fuse libfuse-dev pkg-config git sqlite3 python3-websockets rsync)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then SUDO="sudo"; else say "need root to install: ${missing[*]} (apt-get install -y ${missing[*]})"; exit 1; fi
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >/dev/null
+  $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ ! -e /dev/fuse ]; then say "/dev/fuse is missing: this machine cannot mount FUSE filesystems (modprobe fuse)"; exit 1; fi
+
+if [ ! -d node_modules ] || [ package.json -nt node_modules ] || [ ! -x node_modules/.bin/tsc ]; then
+  say "installing npm dependencies"
+  npm install --no-audit --no-fund --loglevel=error >/dev/null
+  touch node_modules
+fi
+
+say "building"
+node_modules/.bin/tsc -p tsconfig.json
+node scripts/build-native.mjs >/dev/null

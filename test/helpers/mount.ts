@@ -1,0 +1,148 @@
+/**
+ * Test builder: a real rewindfs mount in a temporary directory, served by a
+ * daemon in a child process (so the test process may touch the mount freely,
+ * even synchronously). Teardown always unmounts — through the daemon, then
+ * `fusermount -u`, then `fusermount -uz` — kills the daemon and removes the
+ * temporary directories, whether the test passed or not.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { spawn, execFile, type ChildProcess } from 'node:child_process'
+import { promisify } from 'node:util'
+import { fileURLToPath } from 'node:url'
+import { RewindClient } from '../../client/client.js'
+
+const run = promisify(execFile)
+const here = path.dirname(fileURLToPath(import.meta.url))
+/** dist/daemon/cli.js */
+export const CLI = path.resolve(here, '../../daemon/cli.js')
+
+/** Minimal shape of a tap test used here (teardown registration). */
+export interface Teardownable { teardown(fn: () => unknown): void }
+
+export interface Mounted {
+  /** the mounted workspace (absolute) */
+  dir: string
+  store: string
+  /** REWINDFS_HOME of this mount */
+  home: string
+  /** temporary root holding dir, store and home */
+  root: string
+  client: RewindClient
+  daemon: ChildProcess
+  /** runs the CLI against this workspace */
+  cli(args: string[]): Promise<{ stdout: string, stderr: string, code: number }>
+  /** runs a shell command with cwd = the workspace */
+  sh(cmd: string, opts?: { cwd?: string, timeoutMs?: number }): Promise<{ stdout: string, stderr: string, code: number }>
+  /** clean unmount through the daemon (write-back unless discard) */
+  unmount(discard?: boolean): Promise<void>
+  /** SIGKILL the daemon and clear the dead mount */
+  kill9(): Promise<void>
+  /** start a daemon again on the same directory and store */
+  remount(): Promise<void>
+}
+
+/** Makes a fresh temporary root named rewindfs-test-* (test.sh clears leftovers by that name). */
+export function tempRoot (): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-test-'))
+}
+
+function isMounted (dir: string): boolean {
+  return fs.readFileSync('/proc/mounts', 'utf8').split('\n').some(l => l.split(' ')[1] === dir)
+}
+
+async function startDaemon (dir: string, store: string, home: string): Promise<ChildProcess> {
+  fs.mkdirSync(store, { recursive: true })
+  const log = fs.openSync(path.join(home, 'daemon.log'), 'a')
+  const child = spawn(process.execPath, [CLI, 'daemon', dir, '--store', store], {
+    stdio: ['ignore', log, log], env: { ...process.env, REWINDFS_HOME: home }
+  })
+  fs.closeSync(log)
+  const deadline = Date.now() + 30000
+  let exited = false
+  child.once('exit', () => { exited = true })
+  while (Date.now() < deadline && !exited) {
+    try { if (JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')).pid === child.pid) return child } catch {}
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
+  child.kill('SIGKILL')
+  throw new Error(`daemon did not start: ${fs.readFileSync(path.join(home, 'daemon.log'), 'utf8').slice(-2000)}`)
+}
+
+/** Force-clears a mount: fusermount -u, then -uz, then umount -l. */
+export async function forceUnmount (dir: string): Promise<void> {
+  for (const cmd of [['fusermount', '-u', dir], ['fusermount', '-uz', dir], ['umount', '-l', dir]]) {
+    if (!isMounted(dir)) return
+    await run(cmd[0], cmd.slice(1)).catch(() => {})
+  }
+}
+
+/**
+ * Mounts a new workspace populated by `populate(dir)` (runs before the
+ * mount, on the plain directory) and registers its teardown on `t`.
+ */
+export async function mountWorkspace (t: Teardownable, populate?: (dir: string) => void | Promise<void>): Promise<Mounted> {
+  const root = tempRoot()
+  const dir = path.join(root, 'ws')
+  const store = path.join(root, 'store')
+  const home = path.join(root, 'home')
+  fs.mkdirSync(dir); fs.mkdirSync(home)
+  if (populate) await populate(dir)
+  const m: Mounted = {
+    dir, store, home, root,
+    client: null as unknown as RewindClient,
+    daemon: null as unknown as ChildProcess,
+    cli: async (args) => {
+      try {
+        const r = await run(process.execPath, [CLI, ...args, '-w', dir], { env: { ...process.env, REWINDFS_HOME: home }, cwd: root, timeout: 120000 })
+        return { stdout: r.stdout, stderr: r.stderr, code: 0 }
+      } catch (e: any) { return { stdout: e.stdout ?? '', stderr: e.stderr ?? String(e), code: typeof e.code === 'number' ? e.code : 1 } }
+    },
+    sh: async (cmd, opts = {}) => {
+      try {
+        const r = await run('bash', ['-c', cmd], { cwd: opts.cwd ?? dir, timeout: opts.timeoutMs ?? 120000, maxBuffer: 64 * 1024 * 1024 })
+        return { stdout: r.stdout, stderr: r.stderr, code: 0 }
+      } catch (e: any) { return { stdout: e.stdout ?? '', stderr: e.stderr ?? String(e), code: typeof e.code === 'number' ? e.code : 1 } }
+    },
+    unmount: async (discard = false) => {
+      const pid = m.daemon.pid
+      await m.client.close().catch(() => {})
+      const c = await RewindClient.connect({ storeDir: store, timeoutMs: 60000 })
+      await c.unmount({ discard }).catch(() => {})
+      await c.close().catch(() => {})
+      const deadline = Date.now() + 120000
+      while (Date.now() < deadline && m.daemon.exitCode === null && m.daemon.signalCode === null) await new Promise(resolve => setTimeout(resolve, 25))
+      if (isMounted(dir)) throw new Error(`daemon ${pid} exited but ${dir} is still mounted`)
+    },
+    kill9: async () => {
+      await m.client.close().catch(() => {})
+      m.daemon.kill('SIGKILL')
+      await new Promise(resolve => m.daemon.exitCode !== null || m.daemon.signalCode !== null ? resolve(null) : m.daemon.once('exit', resolve))
+      // auto_unmount's helper removes the mount shortly after the daemon dies
+      const deadline = Date.now() + 5000
+      while (Date.now() < deadline && isMounted(dir)) await new Promise(resolve => setTimeout(resolve, 25))
+    },
+    remount: async () => {
+      m.daemon = await startDaemon(dir, store, home)
+      m.client = await RewindClient.connect({ storeDir: store, timeoutMs: 60000 })
+    }
+  }
+  t.teardown(async () => {
+    await m.client?.close().catch(() => {})
+    if (m.daemon && m.daemon.exitCode === null && m.daemon.signalCode === null) {
+      try {
+        const c = await RewindClient.connect({ storeDir: store, timeoutMs: 10000 })
+        await c.unmount({ discard: true }).catch(() => {})
+        await c.close().catch(() => {})
+      } catch {}
+      const deadline = Date.now() + 15000
+      while (Date.now() < deadline && m.daemon.exitCode === null && m.daemon.signalCode === null) await new Promise(resolve => setTimeout(resolve, 25))
+      if (m.daemon.exitCode === null && m.daemon.signalCode === null) m.daemon.kill('SIGKILL')
+    }
+    await forceUnmount(dir)
+    fs.rmSync(root, { recursive: true, force: true })
+  })
+  await m.remount()
+  return m
+}
