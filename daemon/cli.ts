@@ -123,7 +123,8 @@ export function program (): Command {
 
   p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', v => Number(v))
     .action(async (dir: string, o: { store: string, port?: number }) => {
-      const d = await startDaemon({ dir, store: o.store, port: o.port })
+      register(path.resolve(dir), path.resolve(o.store))
+      const d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port })
       const stop = (): void => { d.shutdown(false).catch(e => console.error(`rewindfs: ${e.message}`)) }
       process.once('SIGINT', stop)
       process.once('SIGTERM', stop)

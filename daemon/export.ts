@@ -9,7 +9,7 @@ import type { CheckpointId } from './types.js'
 import type { Generations } from './generations.js'
 import type { Workspace } from './workspace.js'
 import { TreeView } from './tree.js'
-import { writeNode, applyMeta } from './materialize.js'
+import { writeNode, applyMeta, setTimes, type TimeBatch } from './materialize.js'
 import { ApiError } from '../proto/errors.js'
 
 export interface ExportOptions {
@@ -34,7 +34,9 @@ export async function exportCheckpoint (o: ExportOptions): Promise<{ files: numb
   const count = { files: 0, bytes: 0 }
   const links = new Map<string, string>()
   if (!existing) fs.mkdirSync(dest, { recursive: true, mode: 0o700 })
-  for (const [name, c] of await view.children(root)) await writeNode(view, c, `${dest}/${name}`, links, count)
-  applyMeta(root, dest)
+  const times: TimeBatch = []
+  for (const [name, c] of await view.children(root)) await writeNode(view, c, `${dest}/${name}`, links, count, times)
+  applyMeta(root, dest, times)
+  await setTimes(times)
   return count
 }

@@ -18,9 +18,10 @@ import type { CheckpointId, GenerationId, Ino } from './types.js'
 import { type InodeRecord, decodeRecord, encodeRecord, S_IFMT } from './inode.js'
 import {
   type TableNode, type TableSource, type TableSink, applyChanges, differences, loadDifferences,
-  loadRoot, lookup, persist, emptyTable
+  loadRoot, lookup, persist, emptyTable, recordId
 } from './itable.js'
 import { pathIn, type Workspace } from './workspace.js'
+import { TreeView } from './tree.js'
 import { type StoreDb, type StoreBatch, packr } from './store/db.js'
 import type { CheckpointInfo, DiffEntry, RestoreInfo } from './api.js'
 import { ApiError } from '../proto/errors.js'
@@ -304,29 +305,40 @@ export class Generations implements TableSource {
     return n as InodeRecord
   }
 
-  /** Differences between two checkpoints (or a checkpoint and the live state), by path. */
+  /**
+   * Differences between two checkpoints (or a checkpoint and the live
+   * state), by path. Walks both trees from the root, skipping every subtree
+   * whose record is the same object in both (structural sharing), so the
+   * cost follows the changes; a directory listed on one side only (still
+   * lower on the other) is compared name by name.
+   */
   async diff (ws: Workspace, a: CheckpointId, b?: CheckpointId): Promise<DiffEntry[]> {
-    const ta = await this.tableOf(a)
-    const tb = b === undefined ? applyChanges(ws.base, ws.dirty) : await this.tableOf(b)
-    await loadDifferences(this, ws.base, ta, this.nodes, this.records)
-    await loadDifferences(this, ws.base, tb, this.nodes, this.records)
-    const changed = differences(ta, tb)
+    const va = new TreeView(this, ws, await this.tableOf(a))
+    const vb = new TreeView(this, ws, b === undefined ? applyChanges(ws.base, ws.dirty) : await this.tableOf(b))
     const out: DiffEntry[] = []
-    const ga = (i: Ino): InodeRecord | undefined => lookup(ta, i)
-    const gb = (i: Ino): InodeRecord | undefined => lookup(tb, i)
-    for (const ino of changed) {
-      const x = ga(ino); const y = gb(ino)
-      if (x && y && (x.mode & S_IFMT) === (y.mode & S_IFMT) && (x.mode & S_IFMT) === 0o040000 && sameMeta(x, y)) continue
-      const path = (y ? pathIn(gb, ino) : null) ?? (x ? pathIn(ga, ino) : null) ?? `<inode ${ino}>`
-      let change: DiffEntry['change']
-      if (!x) change = 'added'
-      else if (!y) change = 'deleted'
-      else if ((x.mode & S_IFMT) !== (y.mode & S_IFMT)) change = 'type'
-      else if (!sameContent(x, y)) change = 'modified'
-      else if (pathIn(ga, ino) !== pathIn(gb, ino)) { out.push({ path: pathIn(ga, ino) ?? path, change: 'deleted' }); change = 'added' }
-      else change = 'meta'
-      out.push({ path, change })
+    const all = async (v: TreeView, r: InodeRecord, p: string, change: 'added' | 'deleted'): Promise<void> => {
+      out.push({ path: p, change })
+      if ((r.mode & S_IFMT) === 0o040000) for (const [n, c] of await v.children(r)) await all(v, c, `${p}/${n}`, change)
     }
+    const walk = async (x: InodeRecord, y: InodeRecord, p: string): Promise<void> => {
+      if (sameRecord(x, y)) return
+      const isDir = (x.mode & S_IFMT) === 0o040000
+      if ((x.mode & S_IFMT) !== (y.mode & S_IFMT)) { out.push({ path: p || '/', change: 'type' }); return }
+      if (!isDir) {
+        if (!sameContent(x, y)) out.push({ path: p, change: 'modified' })
+        else if (!sameMeta(x, y)) out.push({ path: p, change: 'meta' })
+        return
+      }
+      if (!sameMeta(x, y)) out.push({ path: p || '/', change: 'meta' })
+      const cx = await va.children(x); const cy = await vb.children(y)
+      for (const [n, c] of cx) {
+        const d = cy.get(n)
+        if (!d) await all(va, c, `${p}/${n}`, 'deleted')
+        else await walk(c, d, `${p}/${n}`)
+      }
+      for (const [n, d] of cy) if (!cx.has(n)) await all(vb, d, `${p}/${n}`, 'added')
+    }
+    await walk(await va.root(), await vb.root(), '')
     out.sort((p, q) => p.path < q.path ? -1 : p.path > q.path ? 1 : 0)
     return out
   }
@@ -339,6 +351,15 @@ export class Generations implements TableSource {
     if (!v) throw new ApiError('E_CORRUPT', `context ${cp.context} of checkpoint ${id} is missing from the store; run rewindfs verify`)
     return v.v
   }
+}
+
+/** Same record: one object, one persisted id, or the same untouched lower entry. */
+function sameRecord (x: InodeRecord, y: InodeRecord): boolean {
+  if (x === y) return true
+  const ix = recordId(x)
+  if (ix !== 0 && ix === recordId(y)) return true
+  return x.lower !== undefined && y.lower !== undefined && x.lower.s === y.lower.s && x.lower.p === y.lower.p &&
+    !x.entries && !y.entries && !x.blocks && !y.blocks && sameMeta(x, y)
 }
 
 function sameMeta (x: InodeRecord, y: InodeRecord): boolean {

@@ -2,15 +2,16 @@
  * Writing records of a tree view as plain files on a native filesystem
  * (export and write-back). Never used on the mount itself.
  *
- * Times are set with utimes in seconds as a double, which keeps about a
- * quarter of a microsecond: exact to the microsecond, not to the
- * nanosecond (Node has no utimensat with ns). Extended attributes are not
- * written (Node has no xattr call); everything else is: content with holes,
- * modes, owners, symlinks, hard links, fifos and device nodes, empty
- * directories.
+ * Times are exact to the nanosecond: Node's utimes takes seconds as a
+ * double (about a quarter of a microsecond), so times are collected in a
+ * TimeBatch and set at the end by one python3 process calling
+ * os.utime(ns=..., follow_symlinks=False) (utimensat(2)), children before
+ * their directories. Extended attributes are not written (Node has no
+ * xattr call); everything else is: content with holes, modes, owners,
+ * symlinks, hard links, fifos and device nodes, empty directories.
  */
 import fs from 'node:fs'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, execFile } from 'node:child_process'
 import { BLOCK_SIZE } from './types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO, S_IFCHR, S_IFBLK } from './inode.js'
 import type { TreeView } from './tree.js'
@@ -34,15 +35,28 @@ export function writeContent (view: TreeView, r: InodeRecord, abs: string): numb
   return r.size
 }
 
-/** ns since the epoch → seconds as a double for utimes. */
-function secs (ns: bigint): number { return Number(ns / 1000n) / 1e6 }
+/** Times to set, in order: [path, atime ns, mtime ns] (decimal strings). */
+export type TimeBatch = Array<[string, string, string]>
 
-/** Sets owner, mode and times of `abs` from the record (lchown/lutimes for symlinks). */
-export function applyMeta (r: InodeRecord, abs: string): void {
+const SET_TIMES = 'import json,os,sys\nfor p,a,m in json.load(sys.stdin):\n os.utime(p, ns=(int(a), int(m)), follow_symlinks=False)\n'
+
+/** Sets every time of the batch exactly (one python3 process). Throws with its stderr on failure. */
+export async function setTimes (batch: TimeBatch): Promise<void> {
+  if (batch.length === 0) return
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile('python3', ['-c', SET_TIMES], { maxBuffer: 16 * 1024 * 1024 }, (err, _out, stderr) => {
+      if (err) reject(new Error(`setting file times failed: ${stderr || err.message}`)); else resolve()
+    })
+    child.stdin!.end(JSON.stringify(batch))
+  })
+}
+
+/** Sets owner and mode of `abs` from the record and queues its times (lchown for symlinks). */
+export function applyMeta (r: InodeRecord, abs: string, times: TimeBatch): void {
   const type = r.mode & S_IFMT
   try { fs.lchownSync(abs, r.uid, r.gid) } catch (e: any) { if (e.code !== 'EPERM') throw e }
   if (type !== S_IFLNK) fs.chmodSync(abs, r.mode & 0o7777)
-  fs.lutimesSync(abs, secs(r.atime), secs(r.mtime))
+  times.push([abs, r.atime.toString(), r.mtime.toString()])
 }
 
 /** Creates a non-directory, non-regular node (symlink, fifo, device) at `abs`. */
@@ -59,19 +73,19 @@ export function makeSpecial (r: InodeRecord, abs: string): void {
  * Writes `r` at `abs` (which must not exist) and, for a directory, its
  * whole subtree. `links` joins hard links: ino → first path written.
  */
-export async function writeNode (view: TreeView, r: InodeRecord, abs: string, links: Map<string, string>, count: { files: number, bytes: number }): Promise<void> {
+export async function writeNode (view: TreeView, r: InodeRecord, abs: string, links: Map<string, string>, count: { files: number, bytes: number }, times: TimeBatch): Promise<void> {
   const type = r.mode & S_IFMT
   const key = r.ino !== 0 ? `i${r.ino}` : r.lowerKey ? `l${r.lowerKey}` : null
   if (type !== S_IFDIR && key && links.has(key)) { fs.linkSync(links.get(key)!, abs); return }
   if (type === S_IFDIR) {
     fs.mkdirSync(abs, { mode: 0o700 })
-    for (const [name, c] of await view.children(r)) await writeNode(view, c, `${abs}/${name}`, links, count)
+    for (const [name, c] of await view.children(r)) await writeNode(view, c, `${abs}/${name}`, links, count, times)
   } else if (type === S_IFREG) {
     count.bytes += writeContent(view, r, abs)
   } else {
     makeSpecial(r, abs)
   }
   count.files++
-  applyMeta(r, abs)
+  applyMeta(r, abs, times)
   if (type !== S_IFDIR && key && (r.links.length > 1 || r.lowerKey)) links.set(key, abs)
 }

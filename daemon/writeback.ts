@@ -25,7 +25,7 @@ import { BLOCK_SIZE, type BlockId } from './types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { type FrozenPath, type LowerEntry, lowerStat, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
-import { writeContent, applyMeta, makeSpecial } from './materialize.js'
+import { writeContent, applyMeta, makeSpecial, setTimes, type TimeBatch } from './materialize.js'
 
 export interface WriteBackOptions {
   ws: Workspace
@@ -44,7 +44,9 @@ const ZERO = Buffer.alloc(BLOCK_SIZE)
 /** Writes the live state (sealed by the caller) back into the directory. */
 export async function writeBack (o: WriteBackOptions): Promise<{ written: number, removed: number, frozen: number }> {
   const session = o.gens.state.session
-  const root = `/proc/self/fd/${o.dirFd}`
+  // the mount is gone: the directory's own path reaches it again
+  const root = o.dir
+  const times: TimeBatch = []
   const view = new TreeView(o.gens, o.ws, o.ws.base)
   const before = new LowerLayer(o.ws.lower.root, session, new Map([...o.ws.lower.frozen].map(([k, v]) => [k, v.slice()])))
   const frozenNow = new Map<string, FrozenPath[]>()
@@ -138,7 +140,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
       }
       if (type === S_IFDIR) await walk(c, crel, true)
       if (multi && !links.has(c.ino)) links.set(c.ino, cabs)
-      if (rewrite || !h || metaDiffers(c, h) || type === S_IFDIR) applyMeta(c, cabs)
+      if (rewrite || !h || metaDiffers(c, h) || type === S_IFDIR) applyMeta(c, cabs, times)
     }
     if (!apply && changed && fs.existsSync(abs)) freeze(rel, { listing: listingOf(rel) })
   }
@@ -153,6 +155,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     await batch.write({ sync: true })
   }
   await walk(rootRec, '', true)
-  applyMeta(rootRec, root)
+  applyMeta(rootRec, root, times)
+  await setTimes(times)
   return stats
 }

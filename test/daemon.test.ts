@@ -1,0 +1,183 @@
+/**
+ * The daemon end to end through a real mount: CLI errors, bad protocol input
+ * against the real server, kill -9 recovery, kernel caches after a restore,
+ * contexts, write-back and discard at unmount.
+ */
+import t from 'tap'
+import fs from 'node:fs'
+import path from 'node:path'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import WebSocket from 'ws'
+import { mountWorkspace, tempRoot, CLI } from './helpers/mount.js'
+
+const run = promisify(execFile)
+const MANIFEST = path.resolve(path.dirname(CLI), '../../scripts/manifest.sh')
+
+async function manifest (dir: string): Promise<string> {
+  return (await run('bash', [MANIFEST, dir], { maxBuffer: 64 * 1024 * 1024 })).stdout
+}
+
+function populate (dir: string): void {
+  fs.mkdirSync(path.join(dir, 'src/lib'), { recursive: true })
+  fs.mkdirSync(path.join(dir, 'empty'))
+  fs.writeFileSync(path.join(dir, 'src/lib/a.txt'), 'alpha\n')
+  fs.writeFileSync(path.join(dir, 'README'), 'readme\n')
+  fs.symlinkSync('src/lib/a.txt', path.join(dir, 'link'))
+}
+
+t.test('unknown checkpoint: clear error, nothing changes', async t => {
+  const m = await mountWorkspace(t, populate)
+  fs.writeFileSync(path.join(m.dir, 'new.txt'), 'x')
+  const before = await manifest(m.dir)
+  const r = await m.cli(['restore', '999'])
+  t.equal(r.code, 1, 'exit status 1')
+  t.match(r.stderr, /no checkpoint 999/, 'says which checkpoint is unknown')
+  t.match(r.stderr, /rewindfs log/, 'says what to do')
+  t.equal(await manifest(m.dir), before, 'workspace unchanged')
+  const bad = await m.cli(['restore', 'abc'])
+  t.equal(bad.code, 1)
+  t.match(bad.stderr, /not a checkpoint id/)
+})
+
+t.test('protocol: unauthenticated, malformed and unknown-checkpoint requests change nothing', async t => {
+  const m = await mountWorkspace(t, populate)
+  const info = JSON.parse(fs.readFileSync(path.join(m.store, 'daemon.json'), 'utf8'))
+  const token = fs.readFileSync(path.join(m.store, 'token'), 'utf8').trim()
+  t.equal(fs.statSync(path.join(m.store, 'token')).mode & 0o777, 0o600, 'token file is 0600')
+  const url = `ws://127.0.0.1:${info.port}/`
+  const status = await new Promise<number>((resolve) => {
+    const ws = new WebSocket(url)
+    ws.on('unexpected-response', (_req, res) => { resolve(res.statusCode ?? 0); ws.terminate() })
+    ws.on('open', () => { resolve(101); ws.close() })
+    ws.on('error', () => {})
+  })
+  t.equal(status, 401, 'no token: 401 before anything is read')
+  const ws = new WebSocket(url, { headers: { Authorization: `Bearer ${token}` } })
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject) })
+  const ask = async (text: string): Promise<any> => await new Promise(resolve => {
+    ws.once('message', (d) => resolve(JSON.parse(d.toString())))
+    ws.send(text)
+  })
+  const before = await manifest(m.dir)
+  const a = await ask('{"v":1,"id":1,"op":"restore"')
+  t.equal(a.error?.code, 'E_BAD_REQUEST', 'malformed JSON')
+  const b = await ask(JSON.stringify({ v: 1, id: 2, op: 'restore', checkpoint: 424242 }))
+  t.equal(b.error?.code, 'E_UNKNOWN_CHECKPOINT', 'unknown checkpoint')
+  const c = await ask(JSON.stringify({ v: 1, id: 3, op: 'read', path: '../etc/passwd' }))
+  t.equal(c.error?.code, 'E_BAD_REQUEST', 'path escaping the workspace')
+  const d = await ask(JSON.stringify({ v: 1, id: 4, op: 'read', path: 'src/lib/a.txt' }))
+  t.equal(Buffer.from(d.ok, 'base64').toString(), 'alpha\n', 'read over JSON')
+  t.equal(await manifest(m.dir), before, 'nothing changed')
+  ws.close()
+})
+
+t.test('mark carries a context; stat and read at a checkpoint', async t => {
+  const m = await mountWorkspace(t, populate)
+  const ctx = { messages: [{ role: 'user', content: 'fix the bug' }], step: 3 }
+  const cp = await m.client.mark({ label: 'with context', context: ctx })
+  fs.writeFileSync(path.join(m.dir, 'src/lib/a.txt'), 'changed\n')
+  t.same(await m.client.context({ id: cp.id }), ctx, 'context comes back')
+  const st = await m.client.stat({ id: cp.id, path: 'src/lib/a.txt' })
+  t.equal(st?.size, 6)
+  t.equal(Buffer.from(await m.client.read({ id: cp.id, path: 'src/lib/a.txt' })).toString(), 'alpha\n', 'old content at the checkpoint')
+  t.equal(fs.readFileSync(path.join(m.dir, 'src/lib/a.txt'), 'utf8'), 'changed\n', 'live content unchanged by reading the past')
+  const diff = await m.client.diff({ a: cp.id })
+  t.ok(diff.some(e => e.path === '/src/lib/a.txt' && e.change === 'modified'), 'diff names the modified file')
+})
+
+t.test('no stale kernel caches after a restore (60 s timeouts)', async t => {
+  const m = await mountWorkspace(t, populate)
+  const f = path.join(m.dir, 'src/lib/a.txt')
+  fs.statSync(f)
+  const cp = await m.client.mark({})
+  fs.chmodSync(f, 0o600)
+  fs.writeFileSync(f, 'a much longer content\n')
+  fs.writeFileSync(path.join(m.dir, 'gone.txt'), 'x')
+  fs.statSync(path.join(m.dir, 'gone.txt'))
+  const fd = fs.openSync(path.join(m.dir, 'README'), 'r')
+  fs.writeFileSync(path.join(m.dir, 'README'), 'README changed in place\n')
+  // a process whose cwd is inside the tree across the restore
+  const shell = execFile('bash', ['-c', 'read x; stat -c "%a %s" lib/a.txt; cat lib/a.txt'], { cwd: path.join(m.dir, 'src') })
+  let out = ''
+  shell.stdout!.on('data', d => { out += d })
+  const r = await m.client.restore({ id: cp.id })
+  t.ok(r.changed >= 3, 'changed inodes counted')
+  const st = fs.statSync(f)
+  t.equal(st.mode & 0o777, 0o644, 'mode restored (attribute cache invalidated)')
+  t.equal(st.size, 6, 'size restored')
+  t.equal(fs.readFileSync(f, 'utf8'), 'alpha\n')
+  t.throws(() => fs.statSync(path.join(m.dir, 'gone.txt')), { code: 'ENOENT' }, 'created file gone (entry invalidated)')
+  const buf = Buffer.alloc(100)
+  const n = fs.readSync(fd, buf, 0, 100, 0)
+  t.equal(buf.subarray(0, n).toString(), 'readme\n', 'an fd opened before the restore reads the restored bytes')
+  fs.closeSync(fd)
+  shell.stdin!.end('go\n')
+  await new Promise(resolve => shell.on('exit', resolve))
+  t.equal(out, '644 6\nalpha\n', 'a process with its cwd inside sees the restored state')
+})
+
+t.test('kill -9: no hung mount point; every acknowledged checkpoint restores exactly', async t => {
+  const m = await mountWorkspace(t, populate)
+  fs.writeFileSync(path.join(m.dir, 'kept.bin'), Buffer.alloc(300000, 7))
+  fs.mkdirSync(path.join(m.dir, 'newdir'))
+  const acked = await manifest(m.dir)
+  const cp = await m.client.mark({ label: 'acked' })
+  fs.writeFileSync(path.join(m.dir, 'unacked.txt'), 'lost with the daemon')
+  await m.kill9()
+  t.doesNotThrow(() => fs.readdirSync(m.dir), 'the mount point is usable (no ENOTCONN)')
+  await m.remount()
+  t.equal(await manifest(m.dir), acked, 'the live state after remount is the last acknowledged checkpoint')
+  fs.rmSync(path.join(m.dir, 'kept.bin'))
+  await m.client.restore({ id: cp.id })
+  t.equal(await manifest(m.dir), acked, 'and it restores exactly')
+})
+
+t.test('the CLI clears a stale mount left by a killed daemon', async t => {
+  const m = await mountWorkspace(t, populate)
+  await m.kill9()
+  // autoUnmount normally removes it; if a mount is left, mounting must clear it
+  const r = await run(process.execPath, [CLI, 'mount', m.dir, '--store', m.store], { env: { ...process.env, REWINDFS_HOME: m.home }, timeout: 60000 })
+  t.match(r.stdout, /mounted/)
+  const u = await m.cli(['unmount', '--discard'])
+  t.equal(u.code, 0, u.stderr)
+})
+
+t.test('unmount writes the final state back; --discard keeps the original', async t => {
+  const m = await mountWorkspace(t, populate)
+  fs.writeFileSync(path.join(m.dir, 'src/lib/a.txt'), 'final\n')
+  fs.rmSync(path.join(m.dir, 'README'))
+  fs.mkdirSync(path.join(m.dir, 'added/deeper'), { recursive: true })
+  fs.chmodSync(path.join(m.dir, 'src'), 0o700)
+  const final = await manifest(m.dir)
+  const cp = (await m.client.log({}))[0]
+  await m.unmount(false)
+  const onDisk = await manifest(m.dir)
+  const usec = (s: string): string => s
+  t.equal(usec(onDisk), usec(final), 'the directory holds the final state, times to the nanosecond')
+  await m.remount()
+  fs.writeFileSync(path.join(m.dir, 'scratch'), 'x')
+  await m.unmount(true)
+  t.equal(usec(await manifest(m.dir)), usec(final), '--discard leaves the directory as it was at mount')
+  await m.remount()
+  const first = (await m.client.log({})).at(-1)!
+  t.equal(first.label, 'mount')
+  await m.client.restore({ id: first.id })
+  t.equal(fs.readFileSync(path.join(m.dir, 'src/lib/a.txt'), 'utf8'), 'alpha\n', 'a checkpoint from before the write-back still restores its original content')
+  t.equal(fs.readFileSync(path.join(m.dir, 'README'), 'utf8'), 'readme\n')
+  t.ok(cp, 'log lists checkpoints')
+})
+
+t.test('mount errors say what to do', async t => {
+  const root = tempRoot()
+  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
+  const env = { ...process.env, REWINDFS_HOME: root }
+  const file = path.join(root, 'file')
+  fs.writeFileSync(file, '')
+  const e1 = await run(process.execPath, [CLI, 'mount', file], { env }).catch(e => e)
+  t.match(e1.stderr, /not a directory/)
+  const e2 = await run(process.execPath, [CLI, 'mount', path.join(root, 'missing')], { env }).catch(e => e)
+  t.match(e2.stderr, /does not exist/)
+  const e3 = await run(process.execPath, [CLI, 'status', '-w', root], { env }).catch(e => e)
+  t.match(e3.stderr, /never been mounted/)
+})
