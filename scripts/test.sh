@@ -10,11 +10,11 @@ files=("$@")
 # if the suite hangs on a wedged mount, abort every FUSE connection of the
 # test mounts so that `timeout` can end the processes stuck in the kernel
 ( sleep "$limit"; grep -q fusectl /proc/mounts || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
-  for c in /sys/fs/fuse/connections/*/abort; do [ -e "$c" ] && echo 1 > "$c"; done ) 2>/dev/null &
+  for c in /sys/fs/fuse/connections/*/abort; do [ -e "$c" ] && echo 1 > "$c"; done ) </dev/null >/dev/null 2>&1 &
 watchdog=$!
 timeout --kill-after=20 "$limit" node_modules/.bin/tap --jobs=1 --timeout=300 --disable-coverage --allow-empty-coverage "${files[@]}"
 rc=$?
-kill "$watchdog" 2>/dev/null
+pkill -P "$watchdog" 2>/dev/null; kill "$watchdog" 2>/dev/null
 [ $rc -eq 124 ] && echo "test.sh: the suite exceeded ${limit} s and was stopped" >&2
 # leftovers: a passing suite leaves none; report and clear them
 left=$(awk '$3 ~ /^fuse/ && $2 ~ /rewindfs-test-/ {print $2}' /proc/mounts)
