@@ -171,7 +171,15 @@ export async function loadDifferences (src: TableSource, base: TableNode | undef
       if (cy === undefined) continue
       const cx = x instanceof TableNode ? x.kids[s] : undefined
       const ix = childId(cx); const iy = childId(cy)
-      if (cx === cy || (iy !== 0 && ix === iy)) continue
+      if (cx === cy) continue
+      if (iy !== 0 && ix === iy) {
+        // Same persisted subtree: share base's loaded copy, so a target read
+        // from the store (after a restart) is loaded wherever base is and can
+        // become the live table (restore swaps to it; lookups are synchronous).
+        // O(1) per differing parent; nothing below is visited.
+        if (typeof cy === 'number' && typeof cx !== 'number') y.kids[s] = cx
+        continue
+      }
       if (typeof cy === 'number') {
         if (level === LEVELS - 1) {
           let r = records.get(cy)
