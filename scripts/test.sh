@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test (tap over the compiled tests in dist/test), bounded in
 # time, then clears anything a crashed test could have left: mounts and
-# daemons under temporary directories named rewindfs-test-*.
+# daemons under this run's own temporary directory (TMPDIR is set to it, so
+# runs side by side never touch each other's mounts).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 limit=${REWINDFS_TEST_LIMIT:-1800}
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/rewindfs-run-XXXXXX")
+export TMPDIR=$run_tmp
 files=("$@")
 [ "${#files[@]}" -gt 0 ] || files=(dist/test/*.test.js)
 # if the suite hangs on a wedged mount, abort every FUSE connection of the
@@ -17,7 +20,8 @@ rc=$?
 pkill -P "$watchdog" 2>/dev/null; kill "$watchdog" 2>/dev/null
 [ $rc -eq 124 ] && echo "test.sh: the suite exceeded ${limit} s and was stopped" >&2
 # leftovers: a passing suite leaves none; report and clear them
-left=$(awk '$3 ~ /^fuse/ && $2 ~ /rewindfs-test-/ {print $2}' /proc/mounts)
+left=$(awk -v d="$run_tmp/" '$3 ~ /^fuse/ && index($2, d) == 1 {print $2}' /proc/mounts)
 for m in $left; do echo "test.sh: clearing leftover mount $m" >&2; fusermount -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
-pkill -9 -f 'rewindfs-test-' 2>/dev/null || true
+pkill -9 -f "$run_tmp/" 2>/dev/null || true
+rm -rf "$run_tmp" 2>/dev/null
 exit $rc
