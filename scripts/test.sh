@@ -10,10 +10,12 @@ run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/rewindfs-run-XXXXXX")
 export TMPDIR=$run_tmp
 files=("$@")
 [ "${#files[@]}" -gt 0 ] || files=(dist/test/*.test.js)
-# if the suite hangs on a wedged mount, abort every FUSE connection of the
-# test mounts so that `timeout` can end the processes stuck in the kernel
-( sleep "$limit"; grep -q fusectl /proc/mounts || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
-  for c in /sys/fs/fuse/connections/*/abort; do [ -e "$c" ] && echo 1 > "$c"; done ) </dev/null >/dev/null 2>&1 &
+# if the suite hangs on a wedged mount, abort the FUSE connections of this
+# run's mounts (fusectl, by device minor) so that `timeout` can end the
+# processes stuck in the kernel
+( sleep "$limit"; grep -q fusectl /proc/mounts || mount -t fusectl none /sys/fs/fuse/connections
+  awk -v d="$run_tmp/" '$9 ~ /^fuse/ && index($5, d) == 1 {split($3, a, ":"); print a[2]}' /proc/self/mountinfo |
+    while read -r minor; do echo 1 > "/sys/fs/fuse/connections/$minor/abort"; done ) </dev/null >/dev/null 2>&1 &
 watchdog=$!
 timeout --kill-after=20 "$limit" node_modules/.bin/tap --jobs=1 --timeout=300 --disable-coverage --allow-empty-coverage "${files[@]}"
 rc=$?
