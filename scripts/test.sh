@@ -14,7 +14,7 @@ files=("$@")
 # run's mounts (fusectl, by device minor) so that `timeout` can end the
 # processes stuck in the kernel
 ( sleep "$limit"; grep -q fusectl /proc/mounts || mount -t fusectl none /sys/fs/fuse/connections
-  awk -v d="$run_tmp/" '$9 ~ /^fuse/ && index($5, d) == 1 {split($3, a, ":"); print a[2]}' /proc/self/mountinfo |
+  awk -v d="$run_tmp/" '{for (i = 7; i <= NF; i++) if ($i == "-") break} $(i+1) ~ /^fuse/ && index($5, d) == 1 {split($3, a, ":"); print a[2]}' /proc/self/mountinfo |
     while read -r minor; do echo 1 > "/sys/fs/fuse/connections/$minor/abort"; done ) </dev/null >/dev/null 2>&1 &
 watchdog=$!
 timeout --kill-after=20 "$limit" node_modules/.bin/tap --jobs=1 --timeout=300 --disable-coverage --allow-empty-coverage "${files[@]}"
