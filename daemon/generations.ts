@@ -254,9 +254,15 @@ export class Generations implements TableSource {
       const cp = this.checkpoint(id)
       const target = await this.tableOf(id)
       await loadDifferences(this, ws.base, target, this.nodes, this.records)
+      // FUSE writes may land during any await above (mark0's fsync, store
+      // reads); seal them and reload until a check finds nothing new, so the
+      // check and the swap have no await between them and no completed write
+      // is dropped by swapTo. Each round is O(what changed meanwhile).
+      while (this.isDirty(ws)) {
+        await this.mark0(ws, { label: `before restore to ${id}` })
+        await loadDifferences(this, ws.base, target, this.nodes, this.records)
+      }
       // --- from here synchronous until the swap
-      if (this.isDirty(ws)) await this.mark0(ws, { label: `before restore to ${id}` })
-      await loadDifferences(this, ws.base, target, this.nodes, this.records)
       const changed = differences(ws.base, target)
       const items = invalidationItems(ws, target, changed)
       ws.swapTo(target)
