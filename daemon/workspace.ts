@@ -30,7 +30,7 @@ import { type TableNode, lookup } from './itable.js'
 import { LowerLayer, type LowerStat } from './lower.js'
 import {
   fail, ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, EPERM, ESTALE, ENODATA,
-  ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG
+  ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG, ENOTSUP
 } from './errno.js'
 
 /** The block store as the workspace uses it (daemon/store/blocks.ts implements it). */
@@ -95,6 +95,12 @@ export class Workspace {
   private readonly lowerFds = new Map<Ino, number>()
   /** lower "dev:ino" → our ino, so hard links of the lower layer stay one inode */
   private readonly lowerKeys = new Map<string, Ino>()
+  /**
+   * Hard-linked inodes written since the adapter last looked (it drains the
+   * set at flush/fsync/release to drop the kernel's cached attributes of the
+   * other names: libfuse2 gives every name its own kernel inode).
+   */
+  readonly linkedWrites = new Set<Ino>()
 
   constructor (o: WorkspaceOptions) {
     this.blocks = o.blocks
@@ -235,7 +241,11 @@ export class Workspace {
         if (!isDir(cur)) fail(ENOTDIR, `${path}: a component is not a directory`)
         cur = this.listed(cur)
         const next = cur.entries!.get(name)
-        if (next === undefined) fail(ENOENT, `${path}: no such file or directory`)
+        if (next === undefined) {
+          // a name over 255 bytes cannot exist: ENAMETOOLONG as on ext4 (checked on the miss path only)
+          if (end - start > 85 && Buffer.byteLength(name) > 255) fail(ENAMETOOLONG, `${path}: name longer than 255 bytes`)
+          fail(ENOENT, `${path}: no such file or directory`)
+        }
         cur = this.must(next)
       }
       start = end + 1
@@ -259,6 +269,28 @@ export class Workspace {
 
   /** A path of `ino` in the live state (its first name), or null when unreachable. O(depth). */
   pathOf (ino: Ino): string | null { return pathIn(i => this.get(i), ino) }
+
+  /**
+   * Paths of the names of `ino` other than `except` (all names when except is
+   * null). O(1) for an inode with at most one name when `except` is given
+   * (that name is then `except`); O(names × depth) otherwise. Used by the
+   * adapter to drop the kernel's cached attributes of hard-link siblings.
+   */
+  otherNames (ino: Ino, except: string | null): string[] {
+    const r = this.get(ino)
+    if (!r || r.links.length === 0 || isDir(r) || (except !== null && r.links.length === 1)) return []
+    const out: string[] = []
+    for (const [parent, name] of r.links) {
+      const dir = pathIn(i => this.get(i), parent)
+      if (dir === null) continue
+      const p = dir === '/' ? '/' + name : dir + '/' + name
+      if (p !== except) out.push(p)
+    }
+    return out
+  }
+
+  /** The inode an open handle names. */
+  handleIno (fh: number): Ino { return this.handle(fh).ino }
 
   // ---- attributes -------------------------------------------------------
 
@@ -457,6 +489,7 @@ export class Workspace {
   setxattr (path: string, name: string, value: Uint8Array, flags: number): void {
     if (value.length > XATTR_SIZE_MAX) fail(E2BIG, `${path}: xattr value larger than ${XATTR_SIZE_MAX} bytes`)
     const r = this.must(this.resolve(path))
+    checkXattrName(path, name)
     const has = r.xattrs !== undefined && Object.prototype.hasOwnProperty.call(r.xattrs, name)
     if ((flags & XATTR_CREATE) && has) fail(EEXIST, `${path}: xattr ${name} exists`)
     if ((flags & XATTR_REPLACE) && !has) fail(ENODATA, `${path}: no xattr ${name}`)
@@ -467,6 +500,7 @@ export class Workspace {
 
   getxattr (path: string, name: string): Uint8Array {
     const r = this.must(this.resolve(path))
+    checkXattrName(path, name)
     const v = r.xattrs?.[name]
     if (!v || !Object.prototype.hasOwnProperty.call(r.xattrs, name)) fail(ENODATA, `${path}: no xattr ${name}`)
     return v
@@ -479,6 +513,7 @@ export class Workspace {
 
   removexattr (path: string, name: string): void {
     const r = this.must(this.resolve(path))
+    checkXattrName(path, name)
     if (!r.xattrs || !Object.prototype.hasOwnProperty.call(r.xattrs, name)) fail(ENODATA, `${path}: no xattr ${name}`)
     const m = this.mutable(r.ino)
     const x = { ...m.xattrs! }
@@ -629,6 +664,7 @@ export class Workspace {
       if (!m) { this.forget(ino); continue }
       const mm = this.orphans.has(ino) ? m : this.mutable(ino)
       for (const k of [...this.dirtyData.get(ino)!.keys()]) this.sealBlock(mm, k)
+      this.dirtyData.delete(ino) // also when it held no block (sealBlock removes non-empty maps itself)
     }
   }
 
@@ -658,6 +694,7 @@ export class Workspace {
       if (from + n === BLOCK_SIZE) this.sealBlock(m, k)
     }
     m.mtime = m.ctime = nowNs()
+    if (m.links.length > 1) this.linkedWrites.add(m.ino)
     this.dirtyBytes += len
     if (this.dirtyDataBytes > DIRTY_DATA_LIMIT) this.sealAll()
     return len
@@ -682,7 +719,11 @@ export class Workspace {
       if (tail !== 0 && m.blocks![count - 1]) this.blockBuffer(m, count - 1).fill(0, tail)
       else if (tail !== 0) dd?.get(count - 1)?.fill(0, tail)
       m.blocks!.length = Math.min(m.blocks!.length, count)
-      if (dd) for (const k of [...dd.keys()]) if (k >= count) { dd.delete(k); this.dirtyDataBytes -= BLOCK_SIZE }
+      if (dd) {
+        for (const k of [...dd.keys()]) if (k >= count) { dd.delete(k); this.dirtyDataBytes -= BLOCK_SIZE }
+        // no empty buffer maps: the generation would look dirty forever (a restore's "seal until clean" loop never ended)
+        if (dd.size === 0) this.dirtyData.delete(ino)
+      }
     }
     while (m.blocks!.length < count) m.blocks!.push(0)
     m.size = size
@@ -728,6 +769,18 @@ export function pathIn (get: (ino: Ino) => InodeRecord | undefined, ino: Ino): s
 }
 
 const ZERO = Buffer.alloc(BLOCK_SIZE)
+
+/**
+ * xattr namespaces a Linux filesystem accepts. FUSE passes every name
+ * through (the kernel's handler has an empty prefix), so an unknown
+ * namespace ("bogus.x") must fail here with EOPNOTSUPP as on ext4/tmpfs.
+ * "system." names other than POSIX ACLs (which the kernel intercepts before
+ * FUSE) are not supported either.
+ */
+function checkXattrName (path: string, name: string): void {
+  if (name.startsWith('user.') || name.startsWith('trusted.') || name.startsWith('security.')) return
+  fail(ENOTSUP, `${path}: xattr namespace of ${name} is not supported`)
+}
 
 /** True when every byte is 0 (native memcmp against a zero block). */
 function isZero (b: Uint8Array): boolean {

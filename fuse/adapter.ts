@@ -34,6 +34,48 @@ function toFuseStat (s: Stat): FuseStat {
   return s as unknown as FuseStat
 }
 
+/** Longest wait for the kernel to drop hard-link siblings' attributes before a request is answered, ms. */
+const SIBLING_WAIT_MS = 50
+
+/**
+ * fuse-native 2.2.6 (fuse/native/index.cjs _op_getxattr/_op_listxattr)
+ * ignores the caller's buffer size: a value or list longer than the buffer
+ * is cut and its full length returned, which the kernel turns into EIO
+ * (python's os.getxattr probes with 128 bytes first, so every value over
+ * 128 bytes failed). Linux wants ERANGE then, and the exact size for a size
+ * probe (size 0). The binding dispatches to `this._op_<name>` at call time,
+ * so the instance methods are replaced here (the proper fix belongs in
+ * fuse/native/index.cjs; this keeps the vendored binding untouched).
+ */
+function honourXattrBufferSize (fuse: FuseInstance): void {
+  const f = fuse as any
+  if (typeof f._op_getxattr !== 'function' || typeof f._op_listxattr !== 'function') return
+  const ERANGE = -34
+  const ENODATA = -61
+  f._op_getxattr = function (signal: (n: number, b: unknown) => void, path: string, name: string, valueBuf: Buffer, position: number) {
+    this.ops.getxattr(path, name, position, (err: number, value?: Buffer | null) => {
+      if (err) return signal(err, valueBuf.buffer)
+      if (!value) return signal(ENODATA, valueBuf.buffer)
+      if (valueBuf.length === 0) return signal(value.length, valueBuf.buffer) // size probe
+      if (value.length > valueBuf.length) return signal(ERANGE, valueBuf.buffer)
+      value.copy(valueBuf)
+      return signal(value.length, valueBuf.buffer)
+    })
+  }
+  f._op_listxattr = function (signal: (n: number, b: unknown) => void, path: string, listBuf: Buffer) {
+    this.ops.listxattr(path, (err: number, list?: string[]) => {
+      if (err || !list) return signal(err || 0, listBuf.buffer)
+      let size = 0
+      for (const n of list) size += Buffer.byteLength(n) + 1
+      if (listBuf.length === 0) return signal(size, listBuf.buffer) // size probe
+      if (size > listBuf.length) return signal(ERANGE, listBuf.buffer)
+      let ptr = 0
+      for (const n of list) { ptr += listBuf.write(n, ptr); listBuf[ptr++] = 0 }
+      return signal(ptr, listBuf.buffer)
+    })
+  }
+}
+
 /** A mounted workspace. */
 export class FuseMount {
   readonly fuse: FuseInstance
@@ -52,6 +94,7 @@ export class FuseMount {
       timeout: { default: 30000, fsync: false, release: false },
       extraOptions: MOUNT_OPTIONS
     })
+    honourXattrBufferSize(this.fuse)
   }
 
   /** Mounts; rejects with the binding's error (mount point busy, no /dev/fuse, ...). */
@@ -75,6 +118,32 @@ export class FuseMount {
     return c ? { uid: c.uid, gid: c.gid } : { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }
   }
 
+  /**
+   * Hard links: libfuse2's high-level API gives every NAME its own kernel
+   * inode (node ids are per parent+name), so after a change made through one
+   * name the kernel keeps serving the other names' cached attributes (nlink,
+   * mode, size, times) for attr_timeout (60 s). This drops the attributes of
+   * the given paths and then answers the request, so that when the syscall
+   * returns, a stat through any name is fresh (as natively).
+   *
+   * Only hard-linked inodes get here (otherNames is [] otherwise), so the
+   * usual path stays synchronous. Attribute-only notifications take no
+   * sleeping kernel lock and libfuse only holds its f->lock briefly, so
+   * waiting for them cannot deadlock against requests waiting for
+   * JavaScript; the wait is still bounded (SIBLING_WAIT_MS) in case the
+   * notify queue is busy behind a restore's batch. Data pages of the other
+   * names (fds held open or mmaps through them) are dropped as well, without
+   * waiting: page invalidation may wait for page locks of reads in flight.
+   */
+  private answerAfterSiblings (paths: string[], data: boolean, answer: () => void): void {
+    if (paths.length === 0) { answer(); return }
+    let done = false
+    const finish = (): void => { if (done) return; done = true; clearTimeout(timer); answer() }
+    const timer = setTimeout(finish, SIBLING_WAIT_MS)
+    this.fuse.invalidate(paths.map(p => [4, p, -1, 0] as InvalidateItem)).then(finish, finish)
+    if (data) this.fuse.invalidate(paths.map(p => [4, p, 0, 0] as InvalidateItem)).catch(() => {})
+  }
+
   /** -errno for an exception. */
   private errno (e: unknown, op: string, path: string | null): number {
     this.counts.errors++
@@ -93,6 +162,32 @@ export class FuseMount {
       try { self.counts.ops++; fn(...args.slice(0, -1)) } catch (e) { r = self.errno(e, op, args[0]) }
       cb(r)
     }
+    // status op that may change what other hard-link names of an inode show:
+    // fn returns the paths to refresh (see answerAfterSiblings)
+    const stl = (op: string, fn: (...a: any[]) => string[]) => (...args: any[]) => {
+      const cb = args[args.length - 1] as (n: number) => void
+      let r = 0
+      let stale: string[] = []
+      try { self.counts.ops++; stale = fn(...args.slice(0, -1)) } catch (e) { r = self.errno(e, op, args[0]) }
+      self.answerAfterSiblings(stale, false, () => cb(r))
+    }
+    // flush/fsync/release: after writes to a hard-linked inode, refresh the other names
+    const afterWrites = (fh: number, p: string | null): string[] => {
+      let ino: number
+      try { ino = ws.handleIno(fh) } catch { return [] }
+      if (!ws.linkedWrites.delete(ino)) return []
+      return ws.otherNames(ino, p)
+    }
+    const closeLike = (op: string, fn: (fh: number) => void) => (p: string | null, ...args: any[]) => {
+      const cb = args[args.length - 1] as (n: number) => void
+      const fh = args[args.length - 2] as number
+      let r = 0
+      let stale: string[] = []
+      try { self.counts.ops++; stale = afterWrites(fh, p); fn(fh) } catch (e) { r = self.errno(e, op, p) }
+      self.answerAfterSiblings(stale, true, () => cb(r))
+    }
+    // names of the inode at p other than p itself (before or after a change of it)
+    const others = (p: string): string[] => ws.otherNames(ws.resolve(p), p)
     // value op: cb(0, value) or cb(-errno)
     const val = (op: string, fn: (...a: any[]) => unknown) => (...args: any[]) => {
       const cb = args[args.length - 1] as (n: number, v?: unknown) => void
@@ -126,23 +221,34 @@ export class FuseMount {
       opendir: val('opendir', (p: string) => { ws.resolve(p); return 0 }) as any,
       releasedir: st('releasedir', () => {}),
       readlink: val('readlink', (p: string) => ws.readlink(p)) as any,
-      chmod: st('chmod', (p: string, mode: number) => ws.chmod(p, mode)),
-      chown: st('chown', (p: string, uid: number, gid: number) => ws.chown(p, uid, gid)),
-      utimens: st('utimens', (p: string, a: bigint | null, m: bigint | null) => ws.utimens(p, a, m)),
-      truncate: st('truncate', (p: string, size: number) => ws.truncate(p, size)),
-      ftruncate: st('ftruncate', (p: string | null, fh: number, size: number) => ws.ftruncate(fh, size)),
+      chmod: stl('chmod', (p: string, mode: number) => { ws.chmod(p, mode); return others(p) }),
+      chown: stl('chown', (p: string, uid: number, gid: number) => { ws.chown(p, uid, gid); return others(p) }),
+      utimens: stl('utimens', (p: string, a: bigint | null, m: bigint | null) => { ws.utimens(p, a, m); return others(p) }),
+      truncate: stl('truncate', (p: string, size: number) => { ws.truncate(p, size); return others(p) }),
+      ftruncate: stl('ftruncate', (p: string | null, fh: number, size: number) => { ws.ftruncate(fh, size); return ws.otherNames(ws.handleIno(fh), p) }),
       mkdir: st('mkdir', (p: string, mode: number) => ws.mkdir(p, mode, self.caller())),
       rmdir: st('rmdir', (p: string) => ws.rmdir(p)),
       mknod: st('mknod', (p: string, mode: number, dev: number) => ws.mknod(p, mode, dev, self.caller())),
       symlink: st('symlink', (target: string, p: string) => ws.symlink(target, p, self.caller())),
-      unlink: st('unlink', (p: string) => ws.unlink(p)),
-      rename: st('rename', (a: string, b: string) => ws.rename(a, b)),
-      link: st('link', (a: string, b: string) => ws.link(a, b)),
+      // the names left of an unlinked hard-linked file show nlink - 1
+      unlink: stl('unlink', (p: string) => { const ino = ws.resolve(p); ws.unlink(p); return ws.otherNames(ino, null) }),
+      // a replaced target loses a name (its other names show nlink - 1); the moved inode's ctime changes
+      rename: stl('rename', (a: string, b: string) => {
+        const src = ws.resolve(a)
+        let dst: number | undefined
+        try { dst = ws.resolve(b) } catch {}
+        ws.rename(a, b)
+        const stale = ws.otherNames(src, b)
+        if (dst !== undefined && dst !== src) stale.push(...ws.otherNames(dst, null))
+        return stale
+      }),
+      // the existing names show nlink + 1
+      link: stl('link', (a: string, b: string) => { ws.link(a, b); return ws.otherNames(ws.resolve(b), b) }),
       open: val('open', (p: string, flags: number) => ws.open(p, flags)) as any,
       create: val('create', (p: string, mode: number, flags: number) => ws.create(p, mode, flags, self.caller())) as any,
-      release: st('release', (p: string | null, fh: number) => ws.release(fh)),
-      flush: st('flush', () => {}),
-      fsync: st('fsync', () => {}),
+      release: closeLike('release', (fh) => ws.release(fh)),
+      flush: closeLike('flush', () => {}),
+      fsync: closeLike('fsync', () => {}),
       fsyncdir: st('fsyncdir', () => {}),
       read: num('read', (p: string | null, fh: number, buf: Buffer, len: number, pos: number) => ws.read(fh, buf, len, pos)),
       write: num('write', (p: string | null, fh: number, buf: Buffer, len: number, pos: number) => ws.write(fh, buf, len, pos)),
