@@ -112,10 +112,14 @@ async function runSeed (tt: any, seed: number, ops: number): Promise<void> {
   let session = 1
   let failures = 0
   let errors = 0
+  /** branch of the live generation, and how many restores went to a checkpoint of another branch */
+  let branch = 'main'
+  let otherBranch = 0
+  const branchOf = new Map<number, string>()
 
   const firstLog = await m.client.log({})
   const mountCp = firstLog.find(c => c.label === 'mount')
-  if (mountCp) recorded.set(mountCp.id, { lines: lowerManifest, session, step: -1 })
+  if (mountCp) { recorded.set(mountCp.id, { lines: lowerManifest, session, step: -1 }); branchOf.set(mountCp.id, mountCp.branch) }
 
   const check = async (what: string, step: number, want: string[], got?: string[]): Promise<boolean> => {
     got ??= await manifest(dir)
@@ -136,6 +140,8 @@ async function runSeed (tt: any, seed: number, ops: number): Promise<void> {
 
   const mark = async (step: number, label: string): Promise<number> => {
     const cp = await m.client.mark({ label })
+    branch = cp.branch
+    branchOf.set(cp.id, cp.branch)
     const lines = await manifest(dir)
     recorded.set(cp.id, { lines, session, step })
     oplog.push(`#${step} mark ${label} -> ${cp.id}`)
@@ -148,7 +154,9 @@ async function runSeed (tt: any, seed: number, ops: number): Promise<void> {
     const known = new Set((await m.client.log({})).map(c => c.id))
     const r = await m.client.restore({ id })
     const auto = (await m.client.log({})).filter(c => !known.has(c.id) && c.label === `before restore to ${id}`)
-    for (const c of auto) recorded.set(c.id, { lines: before, session, step })
+    for (const c of auto) { recorded.set(c.id, { lines: before, session, step }); branchOf.set(c.id, c.branch) }
+    if (branchOf.has(id) && branchOf.get(id) !== branch) otherBranch++
+    branch = r.branch
     oplog.push(`#${step} restore ${id} (from step ${recorded.get(id)!.step}, session ${recorded.get(id)!.session}) -> branch ${r.branch}${auto.length ? `, sealed ${auto.map(c => c.id).join(',')}` : ''}`)
     await check(`restore ${id}`, step, recorded.get(id)!.lines)
   }
@@ -315,6 +323,15 @@ async function runSeed (tt: any, seed: number, ops: number): Promise<void> {
         session++
         await m.remount()
         await check('remount after write-back shows the final state', step, want)
+        // the 'unmount' seal of session 1 and the 'mount' checkpoint of session 2 both hold the final state
+        const known = new Set(recorded.keys())
+        for (const c of await m.client.log({})) {
+          if (known.has(c.id) || (c.label !== 'unmount' && c.label !== 'mount')) continue
+          recorded.set(c.id, { lines: want, session: c.label === 'unmount' ? 1 : 2, step })
+          branchOf.set(c.id, c.branch)
+          if (c.label === 'mount') branch = c.branch
+          oplog.push(`#${step} (daemon) ${c.label} -> ${c.id}`)
+        }
         // checkpoints of the first session (content in the lower layer then) restore exactly
         const old = [...recorded].filter(([, r]) => r.session === 1).map(([id]) => id)
         for (let i = 0; i < 3 && old.length; i++) await restore(step, rng.pick(old))
@@ -330,7 +347,7 @@ async function runSeed (tt: any, seed: number, ops: number): Promise<void> {
       tt.fail(`seed ${seed}: ${String((e as Error)?.stack ?? e)}`, { seed, daemonExit, daemonLog, reproduce: `REWINDFS_PROPERTY_SEEDS=${seed} REWINDFS_PROPERTY_OPS=${ops}${ENV}`, oplog: oplog.join('\n') })
     }
   }
-  tt.comment(`seed ${seed}: ${ops} ops, ${recorded.size} checkpoints recorded, ${errors} ops failed with an error`)
+  tt.comment(`seed ${seed}: ${ops} ops, ${recorded.size} checkpoints recorded, ${otherBranch} restores to a checkpoint of another (abandoned) branch, ${errors} ops failed with an error`)
   if (errors > 0) tt.comment(oplog.filter(l => l.includes('error')).join('\n'))
 }
 
