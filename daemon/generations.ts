@@ -235,7 +235,13 @@ export class Generations implements TableSource {
   }
 
   /** True when the live generation has changes since its base checkpoint. */
-  isDirty (ws: Workspace): boolean { return ws.dirty.size > 0 || ws.dirtyData.size > 0 }
+  isDirty (ws: Workspace): boolean {
+    if (ws.dirty.size > 0) return true
+    // an empty per-file buffer map is not unsaved data; counting it made
+    // restore's seal-until-clean loop spin forever (O(files with buffers))
+    for (const m of ws.dirtyData.values()) if (m.size > 0) return true
+    return false
+  }
 
   // ---- restore ----------------------------------------------------------
 
