@@ -28,9 +28,34 @@ const C = fs.constants
 /** scripts/manifest.sh (this file runs as dist/test/posix.test.js) */
 const MANIFEST = fileURLToPath(new URL('../../scripts/manifest.sh', import.meta.url))
 
-const m = await mountWorkspace(t)
+/**
+ * Content that exists before the mount: rewindfs serves it from the lower
+ * layer (the directory as it was) until it is first changed. Built the same
+ * way in the native tree.
+ */
+function populateLower (dir: string): void {
+  const p = (r: string): string => path.join(dir, 'lower', r)
+  fs.mkdirSync(p('a/b'), { recursive: true })
+  fs.mkdirSync(p('z'))
+  fs.writeFileSync(p('a/file'), pattern(2 * BLOCK + 9, 21))
+  fs.writeFileSync(p('a/b/small'), 'small')
+  fs.chmodSync(p('a/b/small'), 0o4750)
+  fs.chownSync(p('a/b/small'), 321, 654)
+  fs.linkSync(p('a/file'), p('z/hard'))
+  fs.symlinkSync('../a/file', p('z/sym'))
+  runSync('mkfifo', ['-m', '0600', p('z/fifo')])
+  fs.writeFileSync(p('z/sparse'), 'x'); writeAt(p('z/sparse'), 'y', 3 * MiB)
+  pyJson('import os,sys,json\nos.setxattr(sys.argv[1], "user.lower", b"L")\nprint(1)', p('a/b/small'))
+  for (const r of ['a/file', 'a/b/small', 'z/sparse', 'z/sym', 'z/fifo', 'a/b', 'a', 'z', '']) {
+    const x = runSync('python3', ['-c', 'import os,sys\nos.utime(sys.argv[1], ns=(1111111111222222222, 1222222222333333333), follow_symlinks=False)', p(r)])
+    if (x.code !== 0) throw new Error(x.stderr)
+  }
+}
+
+const m = await mountWorkspace(t, populateLower)
 const trees: Trees = { nat: path.join(m.root, 'native'), mnt: m.dir }
 fs.mkdirSync(trees.nat)
+populateLower(trees.nat)
 // mkdtemp made the temporary root 0700; the unprivileged-user case needs to reach both trees
 fs.chmodSync(m.root, 0o755)
 fs.chmodSync(trees.nat, 0o755)
@@ -361,6 +386,24 @@ t.test('hard links', async tt => {
   both(tt, 'a third name', c, p => { fs.linkSync(p('d/b'), p('c')); return [fs.statSync(p('a')).nlink, fs.statSync(p('d/b')).nlink, fs.statSync(p('c')).nlink] })
   both(tt, 'chmod through one name shows on the others', c, p => { fs.chmodSync(p('c'), 0o600); return [fs.statSync(p('a')).mode, fs.statSync(p('d/b')).mode] })
   both(tt, 'unlink one name', c, p => { fs.unlinkSync(p('a')); return [fs.statSync(p('d/b')).nlink, fs.statSync(p('c')).nlink, fs.readFileSync(p('c'), 'utf8')] })
+  both(tt, 'O_TRUNC write through one name: size and mtime through the other at once', c, p => {
+    fs.writeFileSync(p('c'), 'truncated')
+    const x = runSync('python3', ['-c', 'import os,sys\nos.utime(sys.argv[1], ns=(1000000000123, 2000000000456))', p('c')])
+    if (x.code !== 0) throw new Error(x.stderr)
+    return [statFields(p('d/b'), { mtime: true }), fs.readFileSync(p('d/b'), 'utf8')]
+  })
+  both(tt, 'rename another file over one name: the other name shows nlink 1', c, p => {
+    fs.writeFileSync(p('other'), 'other')
+    fs.renameSync(p('other'), p('c'))
+    return [statFields(p('d/b')), fs.readFileSync(p('c'), 'utf8')]
+  })
+  both(tt, 'link again, then write without closing: the other name after close', c, p => {
+    fs.linkSync(p('d/b'), p('e'))
+    const fd = fs.openSync(p('e'), 'a')
+    fs.writeSync(fd, '+appended')
+    fs.closeSync(fd)
+    return [statFields(p('d/b')), statFields(p('e'))]
+  })
   both(tt, 'link over an existing name', c, p => fs.linkSync(p('c'), p('d/b')))
   both(tt, 'link to a directory', c, p => fs.linkSync(p('d'), p('dlink')))
   both(tt, 'link of a missing file', c, p => fs.linkSync(p('nope'), p('x')))
@@ -369,7 +412,7 @@ t.test('hard links', async tt => {
     fs.linkSync(p('s'), p('s2'))
     return [fs.lstatSync(p('s2')).isSymbolicLink(), fs.readlinkSync(p('s2')), fs.lstatSync(p('s')).nlink]
   })
-  for (const f of ['c', 'd/b', 's', 's2', 'd', '']) sameStat(tt, c, f)
+  for (const f of ['c', 'd/b', 'e', 's', 's2', 'd', '']) sameStat(tt, c, f)
 })
 
 t.test('symlink and readlink', async tt => {
@@ -699,6 +742,50 @@ t.test('permission checks as an unprivileged user (uid 65534)', async tt => {
   both(tt, 'chmod a root file', c, p => as(['chmod', '777', p('public')]))
   both(tt, 'read a 0600 file of its own', c, p => { as(['sh', '-c', `echo mine > "${p('open/own')}" && chmod 600 "${p('open/own')}"`]); return as(['cat', p('open/own')]) })
   for (const f of ['secret', 'public', 'open/mine', 'open/own', 'sticky/roots']) sameStat(tt, c, f)
+})
+
+// ---- the lower layer ------------------------------------------------------------
+
+t.test('content from before the mount (lower layer)', async tt => {
+  const c = { nat: (r = '') => path.join(trees.nat, 'lower', r), mnt: (r = '') => path.join(trees.mnt, 'lower', r) }
+  // the hard link's first name is stat'ed before the directory of its second
+  // name is listed (find order: a/ before z/)
+  const nat = manifest(c.nat())
+  const mnt = manifest(c.mnt())
+  const natL = nat.split('\n'); const mntL = mnt.split('\n')
+  const hard = (l: string): boolean => l.startsWith('./a/file ') || l.startsWith('./z/hard ')
+  tt.same(mntL.filter(l => !hard(l)), natL.filter(l => !hard(l)), 'manifest.sh of the lower tree equals native (all but the hard-linked file)')
+  // KNOWN BUG (daemon/workspace.ts fromLower, not fixed here): a lower file
+  // with st_nlink > 1 gets a record with only the names discovered so far;
+  // until the directory holding its other name is listed it reports nlink 1,
+  // and the kernel then caches that for attr_timeout (60 s). Fixing it needs
+  // a persisted count of undiscovered lower names in the inode record
+  // (daemon/inode.ts). The property test's remount step shows the same.
+  tt.same(mntL.filter(hard), natL.filter(hard), 'hard-linked lower file: nlink on both names', { todo: 'lower-layer hard links report nlink 1 until every name is discovered' })
+  const lc = { nat: c.nat, mnt: c.mnt }
+  // KNOWN GAP (daemon/lower.ts + workspace fromLower, not fixed here): xattrs
+  // of files that exist before the mount are not imported from the lower
+  // layer (Node has no xattr API; it needs a native call), so they read as
+  // ENODATA through the mount until set again.
+  const xa = (p: P): unknown => outcome(() => pyJson('import os,sys,json\nprint(json.dumps(os.getxattr(sys.argv[1], "user.lower").hex()))', p('a/b/small')))
+  tt.same(xa(lc.mnt), xa(lc.nat), 'xattr of a lower file', { todo: 'lower-layer xattrs are not imported' })
+  both(tt, 'same ino on both names of the lower hard link', lc, p => ino(p('a/file')) === ino(p('z/hard')))
+  both(tt, 'write through one name of the lower hard link, read through the other', lc, p => {
+    writeAt(p('z/hard'), 'LOWER', BLOCK - 2)
+    return preadFile(p('a/file'), BLOCK - 4, 10).toString('hex')
+  })
+  both(tt, 'append to a lower file, truncate another', lc, p => {
+    fs.appendFileSync(p('a/b/small'), '+more')
+    fs.truncateSync(p('z/sparse'), 2 * MiB)
+    return [fs.readFileSync(p('a/b/small'), 'utf8'), fs.statSync(p('z/sparse')).size]
+  })
+  both(tt, 'rename and unlink in lower directories', lc, p => {
+    fs.renameSync(p('a/b'), p('z/b'))
+    fs.unlinkSync(p('z/sym'))
+    return [fs.readdirSync(p('a')).sort(), fs.readdirSync(p('z')).sort()]
+  })
+  for (const f of ['a', 'z', 'z/b', 'z/b/small', 'z/sparse', 'z/fifo']) sameStat(tt, lc, f)
+  sameContent(tt, lc, 'z/b/small'); sameContent(tt, lc, 'a/file'); sameContent(tt, lc, 'z/sparse')
 })
 
 // ---- checkpoint and restore -------------------------------------------------
