@@ -63,6 +63,11 @@ export interface InodeRecord {
   lower?: LowerRef
   /** identity of the lower file this inode came from ("dev:ino"), to join hard links of the lower layer */
   lowerKey?: string
+  /**
+   * names of a lower hard link not seen yet: in directories not listed yet,
+   * or outside the workspace; st_nlink counts them (as the directory did)
+   */
+  unseen?: number
 }
 
 /** Type of an inode from its mode. */
@@ -81,11 +86,6 @@ export function typeName (mode: number): 'file' | 'dir' | 'symlink' | 'fifo' | '
     case S_IFCHR: return 'chardev'
     default: return 'blockdev'
   }
-}
-
-/** nlink as POSIX reports it: names for non-directories; 2 + subdirectories for directories. */
-export function nlinkOf (r: InodeRecord, subdirs: number): number {
-  return isDir(r) ? 2 + subdirs : r.links.length
 }
 
 /**

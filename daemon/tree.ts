@@ -46,8 +46,9 @@ export class TreeView {
       }
       const type = c.mode & S_IFMT
       if (type === S_IFDIR) { c.lower = { s: ref.s, p }; c.size = 0; c.subdirs = Math.max(0, e.st.nlink - 2) }
-      else if (type === S_IFREG) { c.lower = { s: ref.s, p }; if (e.st.nlink > 1) c.lowerKey = e.st.key }
+      else if (type === S_IFREG) c.lower = { s: ref.s, p }
       else if (type === S_IFLNK) c.target = lower.readlink({ s: ref.s, p })
+      if (type !== S_IFDIR && e.st.nlink > 1) { c.lowerKey = e.st.key; c.unseen = e.st.nlink - 1 }
       out.set(e.name, c)
     }
     return out

@@ -161,6 +161,7 @@ export class Workspace {
       if (known !== undefined && this.get(known)) {
         const k = this.mutable(known)
         k.links.push([dir.ino, name])
+        if (k.unseen) k.unseen--
         return k
       }
     }
@@ -170,8 +171,14 @@ export class Workspace {
     }
     const ref = { s: dir.lower!.s, p: subpath }
     if (type === S_IFDIR) { r.lower = ref; r.size = 0; r.subdirs = Math.max(0, st.nlink - 2) }
-    else if (type === S_IFREG) { r.lower = ref; if (st.nlink > 1) { r.lowerKey = st.key; this.lowerKeys.set(st.key, r.ino) } }
+    else if (type === S_IFREG) r.lower = ref
     else if (type === S_IFLNK) r.target = this.lower.readlink(ref)
+    if (type !== S_IFDIR && st.nlink > 1) {
+      // a lower hard link: its other names join this inode when their directories are listed
+      r.lowerKey = st.key
+      r.unseen = st.nlink - 1
+      this.lowerKeys.set(st.key, r.ino)
+    }
     this.dirty.set(r.ino, r)
     return r
   }
@@ -297,7 +304,7 @@ export class Workspace {
   /** stat of a record as the kernel sees it. */
   statOf (r: InodeRecord): Stat {
     const type = r.mode & S_IFMT
-    let nlink = r.links.length
+    let nlink = r.links.length + (r.unseen ?? 0)
     let size = r.size
     let blocks = Math.ceil(r.size / 512)
     if (type === S_IFDIR) { nlink = 2 + (r.subdirs ?? 0); size = 4096; blocks = 8 }

@@ -116,7 +116,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
       const h = have.get(name)
       const type = c.mode & S_IFMT
       const sameType = h !== undefined && (Number(h.mode) & S_IFMT) === type
-      const multi = type !== S_IFDIR && c.ino !== 0 && c.links.length > 1
+      const multi = type !== S_IFDIR && c.ino !== 0 && (c.links.length > 1 || c.lowerKey !== undefined)
       const linkTo = multi ? links.get(c.ino) : undefined
       let rewrite: boolean
       if (type === S_IFDIR) rewrite = !sameType
@@ -134,7 +134,11 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
         if (h && (type === S_IFDIR || !sameType || type !== S_IFREG)) fs.rmSync(cabs, { recursive: true, force: true })
         if (type === S_IFDIR) fs.mkdirSync(cabs, { mode: 0o700 })
         else if (linkTo) { const tmp = `${abs}/.rewindfs-wb-${process.pid}`; fs.linkSync(linkTo, tmp); fs.renameSync(tmp, cabs) }
-        else if (type === S_IFREG) { const tmp = `${abs}/.rewindfs-wb-${process.pid}`; writeContent(view, c, tmp); fs.renameSync(tmp, cabs) }
+        else if (type === S_IFREG && sameType && c.lowerKey && c.blocks) {
+          // a lower hard link changed through the mount: write the shared inode in place, so its
+          // other names (unlisted directories, outside the workspace) change too, as they would natively
+          writeContent(view, c, cabs)
+        } else if (type === S_IFREG) { const tmp = `${abs}/.rewindfs-wb-${process.pid}`; writeContent(view, c, tmp); fs.renameSync(tmp, cabs) }
         else makeSpecial(c, cabs)
         stats.written++
       }

@@ -7,6 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 limit=${REWINDFS_TEST_LIMIT:-1800}
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/rewindfs-run-XXXXXX")
+chmod 755 "$run_tmp"   # tests run commands as an unprivileged user inside it
 export TMPDIR=$run_tmp
 files=("$@")
 [ "${#files[@]}" -gt 0 ] || files=(dist/test/*.test.js)

@@ -761,7 +761,7 @@ t.test('content from before the mount (lower layer)', async tt => {
   // and the kernel then caches that for attr_timeout (60 s). Fixing it needs
   // a persisted count of undiscovered lower names in the inode record
   // (daemon/inode.ts). The property test's remount step shows the same.
-  tt.same(mntL.filter(hard), natL.filter(hard), 'hard-linked lower file: nlink on both names', { todo: 'lower-layer hard links report nlink 1 until every name is discovered' })
+  tt.same(mntL.filter(hard), natL.filter(hard), 'hard-linked lower file: nlink on both names')
   const lc = { nat: c.nat, mnt: c.mnt }
   // KNOWN GAP (daemon/lower.ts + workspace fromLower, not fixed here): xattrs
   // of files that exist before the mount are not imported from the lower
