@@ -1,84 +1,13 @@
 /**
  * The operations the daemon serves, as the websocket server dispatches them.
  * The server (daemon/server.ts) validates every request with proto/ and calls
- * these; the workspace implements them. Shapes here are the wire shapes.
+ * these; the workspace implements them. The result shapes are the wire
+ * shapes, defined once in proto/messages.ts.
  */
 import type { CheckpointId } from './types.js'
+import type { CheckpointInfo, RestoreInfo, DiffEntry, StatInfo, StatusInfo } from '../proto/messages.js'
 
-/** One checkpoint as listed by `log` and returned by `mark`. */
-export interface CheckpointInfo {
-  id: CheckpointId
-  /** label given at mark time, or null */
-  label: string | null
-  /** wall-clock time of the mark, ms since the Unix epoch */
-  time: number
-  /** generation sealed by this checkpoint */
-  generation: number
-  /** branch the checkpoint belongs to */
-  branch: string
-  /** the checkpoint this one follows on its branch, or null for the first */
-  parent: CheckpointId | null
-  /** number of inodes in the workspace at this checkpoint */
-  inodes: number
-  /** bytes of file data written since the previous checkpoint */
-  dirtyBytes: number
-  /** time the mark took inside the daemon, ms */
-  ms: number
-}
-
-/** Result of a restore. */
-export interface RestoreInfo {
-  /** the checkpoint now restored */
-  checkpoint: CheckpointId
-  /** the new branch the workspace continues on */
-  branch: string
-  /** number of inodes that differed and were swapped */
-  changed: number
-  /** time the restore took inside the daemon, including kernel cache invalidation, ms */
-  ms: number
-}
-
-/** One difference between two states, by path. */
-export interface DiffEntry {
-  path: string
-  /** added | deleted | modified (content) | meta (mode, owner, times, xattrs only) | type (kind changed) */
-  change: 'added' | 'deleted' | 'modified' | 'meta' | 'type'
-}
-
-/** A stat at a checkpoint. Times are ns since the epoch, as decimal strings (exceed 2^53). */
-export interface StatInfo {
-  path: string
-  type: 'file' | 'dir' | 'symlink' | 'fifo' | 'socket' | 'chardev' | 'blockdev'
-  mode: number
-  uid: number
-  gid: number
-  size: number
-  nlink: number
-  ino: number
-  mtimeNs: string
-  atimeNs: string
-  ctimeNs: string
-  /** symlink target, when type is symlink */
-  target?: string
-}
-
-export interface StatusInfo {
-  /** absolute path of the mounted workspace */
-  workspace: string
-  store: string
-  branch: string
-  /** checkpoint the current generation started from, or null before the first mark */
-  head: CheckpointId | null
-  generation: number
-  checkpoints: number
-  inodes: number
-  /** bytes written since the last checkpoint */
-  dirtyBytes: number
-  /** daemon process id */
-  pid: number
-  /** protocol version spoken */
-  protocol: number
-}
+export type { CheckpointInfo, RestoreInfo, DiffEntry, StatInfo, StatusInfo } from '../proto/messages.js'
 
 /** The daemon's operations. Every method throws an ApiError (proto/errors) with a stable code on bad input. */
 export interface RewindApi {

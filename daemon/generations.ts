@@ -234,6 +234,17 @@ export class Generations implements TableSource {
     return { id: cp.id, label: cp.label, time: cp.time, generation: cp.generation, branch: cp.branch, parent: cp.parent, inodes: cp.inodes, dirtyBytes: cp.dirtyBytes, ms: cp.ms }
   }
 
+  /** Inodes in the live state: the base table's count plus the net of this generation's changes. O(dirty). */
+  liveInodes (ws: Workspace): number {
+    let n = this.inodes
+    for (const [ino, r] of ws.dirty) {
+      const before = lookup(ws.base, ino) !== undefined
+      if (before && r === null) n--
+      else if (!before && r !== null) n++
+    }
+    return n
+  }
+
   /** True when the live generation has changes since its base checkpoint. */
   isDirty (ws: Workspace): boolean {
     if (ws.dirty.size > 0) return true

@@ -42,7 +42,7 @@ export class Service implements RewindApi {
       head: g.state.head,
       generation: g.state.generation,
       checkpoints: g.checkpoints.size,
-      inodes: g.inodes,
+      inodes: g.liveInodes(this.d.workspace),
       dirtyBytes: this.d.workspace.dirtyBytes,
       pid: process.pid,
       protocol: this.d.protocol
