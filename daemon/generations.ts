@@ -186,13 +186,8 @@ export class Generations implements TableSource {
     const t0 = performance.now()
     // --- the cut: synchronous, nothing else runs on this thread meanwhile
     ws.sealAll()
-    const old = ws.base
-    for (const [ino, r] of ws.dirty) {
-      const before = lookup(old, ino) !== undefined
-      if (before && r === null) this.inodes--
-      else if (!before && r !== null) this.inodes++
-    }
-    const table = applyChanges(old, ws.dirty)
+    this.inodes = this.liveInodes(ws)
+    const table = applyChanges(ws.base, ws.dirty)
     const dirtyBytes = ws.dirtyBytes
     ws.base = table
     ws.dirty = new Map()
