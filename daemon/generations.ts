@@ -398,7 +398,8 @@ function sameContent (x: InodeRecord, y: InodeRecord): boolean {
  * (fuse-invalidation.md §6): an entry invalidation for every old path whose
  * inode disappears, changes type or stops being at that name; an inode
  * invalidation (attributes and pages) for every path whose inode survives
- * with changes; the root always. Deepest entries first.
+ * with changes, and for vanished ones (open fds and mmaps); the root
+ * always. Inodes first, then entries deepest first.
  */
 export function invalidationItems (ws: Workspace, target: TableNode, changed: Set<Ino>): InvalidationItem[] {
   const entries = new Set<string>()
@@ -419,7 +420,11 @@ export function invalidationItems (ws: Workspace, target: TableNode, changed: Se
     if (!o) continue
     const n = newGet(ino)
     const oldPaths = pathsOf(oldGet, o)
-    if (!n || (n.mode & S_IFMT) !== (o.mode & S_IFMT)) { for (const p of oldPaths) if (p !== '/') entries.add(p); continue }
+    if (!n || (n.mode & S_IFMT) !== (o.mode & S_IFMT)) {
+      // the name goes; its pages go too, so an fd or mmap still open on it cannot read cached bytes
+      for (const p of oldPaths) if (p !== '/') { entries.add(p); inodes.add(p) }
+      continue
+    }
     const newPaths = new Set(pathsOf(newGet, n))
     for (const p of oldPaths) {
       if (newPaths.has(p)) inodes.add(p)
@@ -428,8 +433,9 @@ export function invalidationItems (ws: Workspace, target: TableNode, changed: Se
   }
   const items: InvalidationItem[] = []
   const depth = (p: string): number => p.split('/').length
-  for (const p of [...entries].sort((a, b) => depth(b) - depth(a))) items.push([3, p])
+  // inodes first: libfuse resolves their paths through names the entry invalidations remove
   for (const p of inodes) if (p !== '/') items.push([4, p, 0, 0])
+  for (const p of [...entries].sort((a, b) => depth(b) - depth(a))) items.push([3, p])
   items.push([1, 1, 0, 0])
   return items
 }

@@ -117,6 +117,18 @@ t.test('no stale kernel caches after a restore (60 s timeouts)', async t => {
   t.equal(out, '644 6\nalpha\n', 'a process with its cwd inside sees the restored state')
 })
 
+t.test('an open handle whose inode is gone after a restore fails with ESTALE', async t => {
+  const m = await mountWorkspace(t, populate)
+  const cp = await m.client.mark({})
+  const fd = fs.openSync(path.join(m.dir, 'born-later.txt'), 'w+')
+  fs.writeSync(fd, 'data')
+  await m.client.restore({ id: cp.id })
+  t.throws(() => fs.readSync(fd, Buffer.alloc(4), 0, 4, 0), { errno: -116 } as any, 'read on the vanished inode fails with ESTALE ("Stale file handle"; libuv has no name for it)')
+  t.throws(() => fs.writeSync(fd, 'more'), { errno: -116 } as any, 'and so does write')
+  fs.closeSync(fd)
+  t.notOk(fs.existsSync(path.join(m.dir, 'born-later.txt')), 'the file is not in the restored state')
+})
+
 t.test('kill -9: no hung mount point; every acknowledged checkpoint restores exactly', async t => {
   const m = await mountWorkspace(t, populate)
   fs.writeFileSync(path.join(m.dir, 'kept.bin'), Buffer.alloc(300000, 7))
