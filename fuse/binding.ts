@@ -263,6 +263,12 @@ export interface FuseConstructor extends FuseErrnos {
   new (mnt: string, ops: FuseOps, opts?: FuseOptions): FuseInstance
   /** `fusermount -uz <mnt>` */
   unmount(mnt: string, cb: (err: Error | null) => void): void
+  /** rewindfs: see `lxattrs` below */
+  lxattrs(path: string): Record<string, Buffer> | null
+  /** rewindfs: see `lsetxattr` below */
+  lsetxattr(path: string, name: string, value: Uint8Array, flags?: number): void
+  /** rewindfs: see `lremovexattr` below */
+  lremovexattr(path: string, name: string): void
 }
 
 function nativeEntry (): string {
@@ -279,6 +285,32 @@ const require = createRequire(import.meta.url)
 
 /** The patched fuse-native class. Build the addon first: `node scripts/build-native.mjs`. */
 export const Fuse: FuseConstructor = require(nativeEntry()) as FuseConstructor
+
+/**
+ * Error thrown by the xattr functions below: `code` is the errno name
+ * ('ENOTSUP', 'EPERM', 'ENODATA', ...), `errno` the negative errno.
+ */
+export interface XattrError extends Error { code: string, errno: number, syscall: string, path: string }
+
+/**
+ * All extended attributes of `path` (llistxattr, then lgetxattr per name;
+ * a symlink's own, never its target's), or null when it has none or the
+ * filesystem does not support xattrs (ENOTSUP). Synchronous syscalls on the
+ * backing filesystem: never call it on a path inside a mount this process
+ * serves (the JS thread would wait for itself). Throws an XattrError
+ * (e.g. ENOENT) otherwise.
+ */
+export function lxattrs (path: string): Record<string, Buffer> | null { return Fuse.lxattrs(path) }
+
+/**
+ * Sets xattr `name` of `path` to `value` (lsetxattr(2); `flags` 0,
+ * XATTR_CREATE = 1 or XATTR_REPLACE = 2). Same rules as `lxattrs`; throws
+ * an XattrError on failure.
+ */
+export function lsetxattr (path: string, name: string, value: Uint8Array, flags = 0): void { Fuse.lsetxattr(path, name, value, flags) }
+
+/** Removes xattr `name` of `path` (lremovexattr(2)); throws an XattrError (ENODATA when absent). */
+export function lremovexattr (path: string, name: string): void { Fuse.lremovexattr(path, name) }
 
 /** Linux open(2) flags as the kernel passes them to open/create. */
 export const O = {

@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 #include <sys/wait.h>
+#include <sys/xattr.h> // rewindfs: lxattrs/lsetxattr/lremovexattr on the backing fs
 #include <pthread.h>
 #include <errno.h>
 #include <time.h>
@@ -31,6 +32,8 @@
  *  4. create gets the open flags.
  *  5. flag_nullpath_ok = 1; NULL paths reach JS as null.
  *  7. kernel cache invalidation on a dedicated pthread (see bottom part).
+ *  8. plain synchronous xattr syscalls on the backing filesystem (never the
+ *     mount): fuse_native_lxattrs, fuse_native_lsetxattr, fuse_native_lremovexattr.
  */
 
 static int IS_ARRAY_BUFFER_DETACH_SUPPORTED = 0;
@@ -1521,6 +1524,122 @@ NAPI_METHOD(fuse_native_unmount) {
   return NULL;
 }
 
+// rewindfs: synchronous xattr syscalls on the backing filesystem, for the
+// lower layer (import) and for export/write-back. They run on the JS thread
+// and must never be pointed at the mount itself (that would deadlock the
+// loop serving it). No symlinks are followed (l* calls). On failure they
+// return -errno as a number; index.cjs turns that into an Error with .code.
+
+// Reads argv[i] as a malloc'ed UTF-8 string (paths may exceed any fixed
+// buffer); NULL when it is not a string.
+static char *fn_xattr_utf8 (napi_env env, napi_value v) {
+  size_t len = 0;
+  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
+  char *s = malloc(len + 1);
+  if (s == NULL) return NULL;
+  if (napi_get_value_string_utf8(env, v, s, len + 1, &len) != napi_ok) { free(s); return NULL; }
+  return s;
+}
+
+static napi_value fn_xattr_int (napi_env env, int n) {
+  napi_value r;
+  napi_create_int32(env, n, &r);
+  return r;
+}
+
+// lxattrs(path) -> { name: Buffer } | null (no xattrs) | -errno
+NAPI_METHOD(fuse_native_lxattrs) {
+  NAPI_ARGV(1)
+  char *path = fn_xattr_utf8(env, argv[0]);
+  if (path == NULL) return fn_xattr_int(env, -EINVAL);
+  char *names = NULL;
+  ssize_t nlen;
+  for (;;) {
+    nlen = llistxattr(path, NULL, 0);
+    if (nlen <= 0) break;
+    free(names);
+    names = malloc(nlen);
+    if (names == NULL) { free(path); return fn_xattr_int(env, -ENOMEM); }
+    ssize_t got = llistxattr(path, names, nlen);
+    if (got >= 0) { nlen = got; break; }
+    if (errno != ERANGE) { nlen = -1; break; } // the list grew in between: retry
+  }
+  if (nlen < 0) {
+    int e = errno;
+    free(names); free(path);
+    return fn_xattr_int(env, -e);
+  }
+  napi_value out;
+  if (nlen == 0) {
+    free(names); free(path);
+    napi_get_null(env, &out);
+    return out;
+  }
+  napi_create_object(env, &out);
+  char *val = NULL;
+  size_t cap = 0;
+  int count = 0;
+  for (char *n = names; n < names + nlen; n += strlen(n) + 1) {
+    if (*n == '\0') continue;
+    ssize_t vlen;
+    for (;;) {
+      vlen = lgetxattr(path, n, NULL, 0);
+      if (vlen < 0) break;
+      if ((size_t) vlen > cap || val == NULL) {
+        free(val);
+        cap = vlen > 0 ? vlen : 1;
+        val = malloc(cap);
+        if (val == NULL) { free(names); free(path); return fn_xattr_int(env, -ENOMEM); }
+      }
+      ssize_t got = lgetxattr(path, n, val, cap);
+      if (got >= 0) { vlen = got; break; }
+      if (errno != ERANGE) { vlen = -1; break; }
+    }
+    if (vlen < 0) {
+      int e = errno;
+      if (e == ENODATA) continue; // removed since the listing
+      free(val); free(names); free(path);
+      return fn_xattr_int(env, -e);
+    }
+    napi_value buf;
+    void *data;
+    napi_create_buffer_copy(env, vlen, val, &data, &buf);
+    napi_set_named_property(env, out, n, buf);
+    count++;
+  }
+  free(val); free(names); free(path);
+  if (count == 0) napi_get_null(env, &out);
+  return out;
+}
+
+// lsetxattr(path, name, value: Buffer, flags) -> 0 | -errno
+NAPI_METHOD(fuse_native_lsetxattr) {
+  NAPI_ARGV(4)
+  char *path = fn_xattr_utf8(env, argv[0]);
+  char *name = fn_xattr_utf8(env, argv[1]);
+  void *data = NULL;
+  size_t len = 0;
+  int32_t flags = 0;
+  int r = 0;
+  if (path == NULL || name == NULL || napi_get_buffer_info(env, argv[2], &data, &len) != napi_ok ||
+      napi_get_value_int32(env, argv[3], &flags) != napi_ok) r = -EINVAL;
+  else if (lsetxattr(path, name, len > 0 ? data : "", len, flags) != 0) r = -errno;
+  free(path); free(name);
+  return fn_xattr_int(env, r);
+}
+
+// lremovexattr(path, name) -> 0 | -errno
+NAPI_METHOD(fuse_native_lremovexattr) {
+  NAPI_ARGV(2)
+  char *path = fn_xattr_utf8(env, argv[0]);
+  char *name = fn_xattr_utf8(env, argv[1]);
+  int r = 0;
+  if (path == NULL || name == NULL) r = -EINVAL;
+  else if (lremovexattr(path, name) != 0) r = -errno;
+  free(path); free(name);
+  return fn_xattr_int(env, r);
+}
+
 NAPI_INIT() {
   const napi_node_version* version;
   assert(napi_get_node_version(env, &version) == napi_ok);
@@ -1541,6 +1660,11 @@ NAPI_INIT() {
   NAPI_EXPORT_FUNCTION(fuse_native_nodeid)
   NAPI_EXPORT_FUNCTION(fuse_native_list_nodes)
   NAPI_EXPORT_FUNCTION(fuse_native_layout_ok)
+
+  // rewindfs: xattr syscalls on the backing filesystem
+  NAPI_EXPORT_FUNCTION(fuse_native_lxattrs)
+  NAPI_EXPORT_FUNCTION(fuse_native_lsetxattr)
+  NAPI_EXPORT_FUNCTION(fuse_native_lremovexattr)
 
   NAPI_EXPORT_FUNCTION(fuse_native_signal_getattr)
   NAPI_EXPORT_FUNCTION(fuse_native_signal_init)

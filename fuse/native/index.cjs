@@ -897,6 +897,35 @@ Fuse.configure = (cb) => cb && process.nextTick(cb, null)
 Fuse.unconfigure = (cb) => cb && process.nextTick(cb, null)
 Fuse.isConfigured = (cb) => cb && process.nextTick(cb, null, true)
 
+// rewindfs: synchronous xattr syscalls on the backing filesystem (never the
+// mount: they block the JS thread that serves it). Errors carry .code
+// ('ENOTSUP', 'EPERM', ...), .errno (negative, as Node's), .syscall, .path.
+const ERRNO_NAMES = new Map(Object.entries(os.constants.errno).map(([k, v]) => [v, k]))
+function xattrError (syscall, r, p, name) {
+  const code = ERRNO_NAMES.get(-r) || 'EUNKNOWN'
+  const err = new Error(`${code}: ${syscall} ${p}${name === undefined ? '' : ' ' + name} failed (errno ${-r})`)
+  err.code = code
+  err.errno = r
+  err.syscall = syscall
+  err.path = p
+  return err
+}
+Fuse.lxattrs = function lxattrs (p) {
+  const r = binding.fuse_native_lxattrs(String(p))
+  if (typeof r !== 'number') return r
+  if (r === -os.constants.errno.ENOTSUP || r === -os.constants.errno.EOPNOTSUPP) return null
+  throw xattrError('llistxattr', r, p)
+}
+Fuse.lsetxattr = function lsetxattr (p, name, value, flags = 0) {
+  const buf = Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+  const r = binding.fuse_native_lsetxattr(String(p), String(name), buf, flags | 0)
+  if (r !== 0) throw xattrError('lsetxattr', r, p, name)
+}
+Fuse.lremovexattr = function lremovexattr (p, name) {
+  const r = binding.fuse_native_lremovexattr(String(p), String(name))
+  if (r !== 0) throw xattrError('lremovexattr', r, p, name)
+}
+
 module.exports = Fuse
 
 function getStatfsArray (statfs) {
