@@ -24,6 +24,7 @@ import { startServer, type RewindServer } from './server.js'
 import { loadOrCreateToken, writeConnectionFile, removeConnectionFile } from './token.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { FuseMount } from '../fuse/adapter.js'
+import { xattrIo } from '../fuse/xattr.js'
 import { exportCheckpoint } from './export.js'
 import { writeBack } from './writeback.js'
 import { mountState } from './mounts.js'
@@ -80,7 +81,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const dirFd = fs.openSync(o.dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
   const frozen = new Map<string, FrozenPath[]>()
   for await (const e of db.iterate<FrozenPath[]>('lower')) frozen.set(e.key, e.value)
-  const lower = new LowerLayer(`/proc/self/fd/${dirFd}`, state.session, frozen)
+  const lower = new LowerLayer(`/proc/self/fd/${dirFd}`, state.session, frozen, xattrIo.read)
 
   let ws: Workspace
   const resumed = state.mounted && state.head !== null
@@ -98,6 +99,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
       ino: ROOT_INO, mode: ls.mode, uid: ls.uid, gid: ls.gid, rdev: 0, size: 0,
       atime: ls.atime, mtime: ls.mtime, ctime: ls.ctime, links: [], lower: { s: state.session, p: '' }, subdirs: Math.max(0, ls.nlink - 2)
     }
+    if (ls.xattrs) root.xattrs = ls.xattrs
     const base = applyChanges(emptyTable(), new Map([[ROOT_INO, root]]))
     ws = new Workspace({ blocks, lower, base, nextIno: state.nextIno })
     gens.inodes = 1
@@ -128,7 +130,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
       if (!discard && gens.isDirty(ws)) await gens.mark(ws, { label: 'unmount' })
       await fuse.unmount()
       if (!discard) {
-        const r = await writeBack({ ws, gens, db, blocks, dir: o.dir, dirFd, log })
+        const r = await writeBack({ ws, gens, db, blocks, dir: o.dir, dirFd, log, xattrs: xattrIo })
         log(`rewindfs: wrote the final state back into ${o.dir} (${r.written} paths written, ${r.removed} removed, ${r.frozen} frozen)`)
         state.session++
       } else {
@@ -155,7 +157,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     storePath: o.store,
     protocol: PROTOCOL_VERSION,
     invalidate: async (items) => { await fuse.invalidate(items) },
-    exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir }),
+    exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir, xattrs: xattrIo }),
     unmount: shutdown
   })
   const token = await loadOrCreateToken(o.store)

@@ -9,7 +9,7 @@ import type { CheckpointId } from './types.js'
 import type { Generations } from './generations.js'
 import type { Workspace } from './workspace.js'
 import { TreeView } from './tree.js'
-import { writeNode, applyMeta, setTimes, type TimeBatch } from './materialize.js'
+import { writeNode, applyMeta, setTimes, type TimeBatch, type XattrIo } from './materialize.js'
 import { ApiError } from '../proto/errors.js'
 
 export interface ExportOptions {
@@ -19,6 +19,8 @@ export interface ExportOptions {
   /** absolute destination; must not exist or be an empty directory, and must be outside the workspace */
   dir: string
   workspaceDir: string
+  /** writes the user.* and trusted.* xattrs (fuse/xattr.ts via daemon.ts); without it none are written */
+  xattrs?: XattrIo
 }
 
 /** Exports checkpoint `id`; returns the number of paths and file bytes written. */
@@ -35,8 +37,8 @@ export async function exportCheckpoint (o: ExportOptions): Promise<{ files: numb
   const links = new Map<string, string>()
   if (!existing) fs.mkdirSync(dest, { recursive: true, mode: 0o700 })
   const times: TimeBatch = []
-  for (const [name, c] of await view.children(root)) await writeNode(view, c, `${dest}/${name}`, links, count, times)
-  applyMeta(root, dest, times)
+  for (const [name, c] of await view.children(root)) await writeNode(view, c, `${dest}/${name}`, links, count, times, o.xattrs)
+  applyMeta(root, dest, times, o.xattrs)
   await setTimes(times)
   return count
 }

@@ -30,6 +30,45 @@ export interface LowerStat {
   nlink: number
   /** "dev:ino" of the lower file, joins hard links */
   key: string
+  /** extended attributes (user.*, trusted.*, security.*), absent when none or not read */
+  xattrs?: Record<string, Uint8Array>
+}
+
+/**
+ * Reads all xattrs of a native path without following symlinks, null when
+ * none (fuse/xattr.ts lxattrs; daemon.ts passes it in, daemon/ never loads
+ * the binding itself).
+ */
+export type ReadXattrs = (path: string) => Record<string, Uint8Array> | null
+
+/** xattr namespaces the workspace serves (daemon/workspace.ts checkXattrName); others are not imported. */
+const IMPORTED_XATTR = /^(user|trusted|security)\./
+
+/**
+ * The importable xattrs of `abs` (one llistxattr, lgetxattr only when it
+ * lists something), or undefined. A failure to read them (the entry vanished,
+ * EACCES) imports none rather than failing the listing.
+ */
+export function lowerXattrs (abs: string, read: ReadXattrs | undefined): Record<string, Uint8Array> | undefined {
+  if (!read) return undefined
+  let all: Record<string, Uint8Array> | null
+  try { all = read(abs) } catch { return undefined }
+  if (!all) return undefined
+  let out: Record<string, Uint8Array> | undefined
+  for (const name of Object.keys(all)) {
+    if (!IMPORTED_XATTR.test(name)) continue
+    ;(out ??= {})[name] = new Uint8Array(all[name])
+  }
+  return out
+}
+
+/** lstat (and xattrs) of `dir/name` as a LowerEntry. */
+export function lowerEntry (dir: string, name: string, read?: ReadXattrs): LowerEntry {
+  const abs = `${dir}/${name}`
+  const st = lowerStat(fs.lstatSync(abs, { bigint: true }))
+  const x = lowerXattrs(abs, read)
+  if (x) st.xattrs = x
+  return { name, st }
 }
 
 /** One entry of a lower directory listing. */
@@ -70,8 +109,9 @@ export class LowerLayer {
    * @param root path that reaches the workspace directory below the mount (`/proc/self/fd/N`)
    * @param session number of the current mount session
    * @param frozen frozen copies by workspace-relative path (loaded from the store at start)
+   * @param readXattrs reads a lower path's xattrs (fuse/xattr.ts lxattrs); without it none are imported
    */
-  constructor (readonly root: string, readonly session: number, readonly frozen: Map<string, FrozenPath[]>) {}
+  constructor (readonly root: string, readonly session: number, readonly frozen: Map<string, FrozenPath[]>, readonly readXattrs?: ReadXattrs) {}
 
   /** Absolute path of a workspace-relative lower path. */
   pathOf (p: string): string { return p === '' ? this.root : `${this.root}/${p}` }
@@ -87,9 +127,15 @@ export class LowerLayer {
   isLive (ref: LowerRef): boolean { return this.frozenFor(ref) === undefined }
 
   /** stat of the lower root (the workspace directory itself; the fd path is a magic link, so it is followed). */
-  statRoot (): LowerStat { return lowerStat(fs.statSync(this.root, { bigint: true })) }
+  statRoot (): LowerStat {
+    const st = lowerStat(fs.statSync(this.root, { bigint: true }))
+    // the fd path is a magic link: lxattrs would read the link itself, so go through "."
+    const x = lowerXattrs(`${this.root}/.`, this.readXattrs)
+    if (x) st.xattrs = x
+    return st
+  }
 
-  /** Listing of a lower directory with each child's stat. Throws FsError(EIO) when it cannot be read. */
+  /** Listing of a lower directory with each child's stat and xattrs. Throws FsError(EIO) when it cannot be read. */
   list (ref: LowerRef): LowerEntry[] {
     const f = this.frozenFor(ref)
     if (f) {
@@ -100,9 +146,7 @@ export class LowerLayer {
     try {
       const names = fs.readdirSync(dir)
       const out: LowerEntry[] = []
-      for (const name of names) {
-        out.push({ name, st: lowerStat(fs.lstatSync(`${dir}/${name}`, { bigint: true })) })
-      }
+      for (const name of names) out.push(lowerEntry(dir, name, this.readXattrs))
       return out
     } catch (e: any) {
       throw new FsError(EIO, `cannot read lower directory ${ref.p || '.'}: ${e.message}`)

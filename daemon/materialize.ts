@@ -6,9 +6,12 @@
  * double (about a quarter of a microsecond), so times are collected in a
  * TimeBatch and set at the end by one python3 process calling
  * os.utime(ns=..., follow_symlinks=False) (utimensat(2)), children before
- * their directories. Extended attributes are not written (Node has no
- * xattr call); everything else is: content with holes, modes, owners,
- * symlinks, hard links, fifos and device nodes, empty directories.
+ * their directories. Extended attributes in the user.* and trusted.*
+ * namespaces are written through the XattrIo calls the daemon passes in
+ * (fuse/xattr.ts: Node has no xattr API); security.* and system.* belong to
+ * the kernel and LSMs and are neither written nor removed. Everything else is
+ * written too: content with holes, modes, owners, symlinks, hard links,
+ * fifos and device nodes, empty directories.
  */
 import fs from 'node:fs'
 import { execFileSync, execFile } from 'node:child_process'
@@ -51,10 +54,78 @@ export async function setTimes (batch: TimeBatch): Promise<void> {
   })
 }
 
-/** Sets owner and mode of `abs` from the record and queues its times (lchown for symlinks). */
-export function applyMeta (r: InodeRecord, abs: string, times: TimeBatch): void {
+/**
+ * xattr syscalls on the native filesystem, never following symlinks
+ * (fuse/xattr.ts lxattrs/lsetxattr/lremovexattr, passed in by daemon.ts).
+ * Failures throw an Error whose `code` is the errno name.
+ */
+export interface XattrIo {
+  /** all xattrs of a path, null when none */
+  read(path: string): Record<string, Uint8Array> | null
+  set(path: string, name: string, value: Uint8Array): void
+  remove(path: string, name: string): void
+}
+
+/** Namespaces export and write-back write (and, on write-back, remove). */
+const WRITTEN_XATTR = /^(user|trusted)\./
+/** Failures that skip one xattr instead of failing the export or write-back (no privilege, no xattr support, a symlink's user.*). */
+const SKIPPED_XATTR_ERRORS = new Set(['EPERM', 'EACCES', 'ENOTSUP', 'EOPNOTSUPP'])
+
+function skippable (e: any, alsoAbsent = false): boolean {
+  return SKIPPED_XATTR_ERRORS.has(e?.code) || (alsoAbsent && e?.code === 'ENODATA')
+}
+
+function sameBytes (a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && Buffer.compare(a, b) === 0
+}
+
+/** The written-namespace xattrs of `abs` on disk (empty when none or unreadable for lack of support/privilege). */
+function diskXattrs (abs: string, io: XattrIo): Record<string, Uint8Array> {
+  let all: Record<string, Uint8Array> | null
+  try { all = io.read(abs) } catch (e: any) { if (skippable(e)) return {}; throw e }
+  const out: Record<string, Uint8Array> = {}
+  for (const name of Object.keys(all ?? {})) if (WRITTEN_XATTR.test(name)) out[name] = all![name]
+  return out
+}
+
+/** True when the user.* and trusted.* xattrs of `abs` on disk differ from the record's. */
+export function xattrsDiffer (r: InodeRecord, abs: string, io: XattrIo): boolean {
+  const have = diskXattrs(abs, io)
+  const want = Object.keys(r.xattrs ?? {}).filter(n => WRITTEN_XATTR.test(n))
+  if (want.length !== Object.keys(have).length) return true
+  return want.some(n => have[n] === undefined || !sameBytes(have[n], r.xattrs![n]))
+}
+
+/**
+ * Writes the user.* and trusted.* xattrs of the record to `abs`; with
+ * `prune` (write-back over an existing path) values already on disk are left
+ * alone and names on disk that the record lacks are removed. A failure for
+ * lack of privilege or support skips that xattr.
+ */
+export function writeXattrs (r: InodeRecord, abs: string, io: XattrIo, prune: boolean): void {
+  const want = r.xattrs ?? {}
+  const have = prune ? diskXattrs(abs, io) : {}
+  for (const name of Object.keys(want)) {
+    if (!WRITTEN_XATTR.test(name)) continue
+    if (have[name] !== undefined && sameBytes(have[name], want[name])) continue
+    try { io.set(abs, name, want[name]) } catch (e: any) { if (!skippable(e)) throw e }
+  }
+  for (const name of Object.keys(have)) {
+    if (Object.prototype.hasOwnProperty.call(want, name)) continue
+    try { io.remove(abs, name) } catch (e: any) { if (!skippable(e, true)) throw e }
+  }
+}
+
+/**
+ * Sets owner, xattrs (when `xattrs` is given; `prune` removes those the
+ * record lacks) and mode of `abs` from the record and queues its times
+ * (lchown for symlinks). xattrs go before chmod, so the read-only mode of a
+ * file just written cannot refuse them (an unprivileged daemon).
+ */
+export function applyMeta (r: InodeRecord, abs: string, times: TimeBatch, xattrs?: XattrIo, prune = false): void {
   const type = r.mode & S_IFMT
   try { fs.lchownSync(abs, r.uid, r.gid) } catch (e: any) { if (e.code !== 'EPERM') throw e }
+  if (xattrs) writeXattrs(r, abs, xattrs, prune)
   if (type !== S_IFLNK) fs.chmodSync(abs, r.mode & 0o7777)
   times.push([abs, r.atime.toString(), r.mtime.toString()])
 }
@@ -73,19 +144,19 @@ export function makeSpecial (r: InodeRecord, abs: string): void {
  * Writes `r` at `abs` (which must not exist) and, for a directory, its
  * whole subtree. `links` joins hard links: ino → first path written.
  */
-export async function writeNode (view: TreeView, r: InodeRecord, abs: string, links: Map<string, string>, count: { files: number, bytes: number }, times: TimeBatch): Promise<void> {
+export async function writeNode (view: TreeView, r: InodeRecord, abs: string, links: Map<string, string>, count: { files: number, bytes: number }, times: TimeBatch, xattrs?: XattrIo): Promise<void> {
   const type = r.mode & S_IFMT
   const key = r.ino !== 0 ? `i${r.ino}` : r.lowerKey ? `l${r.lowerKey}` : null
   if (type !== S_IFDIR && key && links.has(key)) { fs.linkSync(links.get(key)!, abs); return }
   if (type === S_IFDIR) {
     fs.mkdirSync(abs, { mode: 0o700 })
-    for (const [name, c] of await view.children(r)) await writeNode(view, c, `${abs}/${name}`, links, count, times)
+    for (const [name, c] of await view.children(r)) await writeNode(view, c, `${abs}/${name}`, links, count, times, xattrs)
   } else if (type === S_IFREG) {
     count.bytes += writeContent(view, r, abs)
   } else {
     makeSpecial(r, abs)
   }
   count.files++
-  applyMeta(r, abs, times)
+  applyMeta(r, abs, times, xattrs)
   if (type !== S_IFDIR && key && (r.links.length > 1 || r.lowerKey)) links.set(key, abs)
 }

@@ -44,6 +44,7 @@ export class TreeView {
         ino: 0, mode: e.st.mode, uid: e.st.uid, gid: e.st.gid, rdev: e.st.rdev, size: e.st.size,
         atime: e.st.atime, mtime: e.st.mtime, ctime: e.st.ctime, links: [[r.ino, e.name]]
       }
+      if (e.st.xattrs) c.xattrs = { ...e.st.xattrs }
       const type = c.mode & S_IFMT
       if (type === S_IFDIR) { c.lower = { s: ref.s, p }; c.size = 0; c.subdirs = Math.max(0, e.st.nlink - 2) }
       else if (type === S_IFREG) c.lower = { s: ref.s, p }

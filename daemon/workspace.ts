@@ -169,6 +169,7 @@ export class Workspace {
       ino: this.allocIno(), mode: st.mode, uid: st.uid, gid: st.gid, rdev: st.rdev, size: st.size,
       atime: st.atime, mtime: st.mtime, ctime: st.ctime, links: [[dir.ino, name]]
     }
+    if (st.xattrs) r.xattrs = { ...st.xattrs }
     const ref = { s: dir.lower!.s, p: subpath }
     if (type === S_IFDIR) { r.lower = ref; r.size = 0; r.subdirs = Math.max(0, st.nlink - 2) }
     else if (type === S_IFREG) r.lower = ref

@@ -23,9 +23,9 @@ import type { Generations } from './generations.js'
 import type { Workspace } from './workspace.js'
 import { BLOCK_SIZE, type BlockId } from './types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
-import { type FrozenPath, type LowerEntry, lowerStat, LowerLayer } from './lower.js'
+import { type FrozenPath, type LowerEntry, lowerEntry, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
-import { writeContent, applyMeta, makeSpecial, setTimes, type TimeBatch } from './materialize.js'
+import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
 
 export interface WriteBackOptions {
   ws: Workspace
@@ -37,6 +37,12 @@ export interface WriteBackOptions {
   /** fd of the workspace directory opened before the mount */
   dirFd: number
   log: (m: string) => void
+  /**
+   * xattr calls (fuse/xattr.ts via daemon.ts): user.* and trusted.* xattrs
+   * are written and those the record lacks removed, frozen listings keep the
+   * xattrs they had; without it xattrs on disk are left as they are
+   */
+  xattrs?: XattrIo
 }
 
 const ZERO = Buffer.alloc(BLOCK_SIZE)
@@ -66,7 +72,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
   }
   const listingOf = (rel: string): LowerEntry[] => {
     const abs = absOf(rel)
-    return fs.readdirSync(abs).map(name => ({ name, st: lowerStat(fs.lstatSync(`${abs}/${name}`, { bigint: true })) }))
+    return fs.readdirSync(abs).map(name => lowerEntry(abs, name, o.xattrs?.read))
   }
   const freezeFile = (rel: string, size: number): void => {
     const fd = fs.openSync(absOf(rel), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
@@ -124,7 +130,9 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
       else if (type === S_IFREG) rewrite = !sameType || !pristine(c, crel)
       else if (type === S_IFLNK) rewrite = !sameType || fs.readlinkSync(cabs) !== c.target
       else rewrite = !sameType
-      if (rewrite || (h && metaDiffers(c, h))) changed = true
+      // attributes to set on a path that stays: stat fields, or xattrs (setxattr does not change mtime)
+      const metaChanged = h !== undefined && (metaDiffers(c, h) || (o.xattrs !== undefined && xattrsDiffer(c, cabs, o.xattrs)))
+      if (rewrite || metaChanged) changed = true
       if (!apply) {
         if ((rewrite || multi) && h) freezeTree(crel)
         if (type === S_IFDIR) await walk(c, crel, false)
@@ -144,7 +152,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
       }
       if (type === S_IFDIR) await walk(c, crel, true)
       if (multi && !links.has(c.ino)) links.set(c.ino, cabs)
-      if (rewrite || !h || metaDiffers(c, h) || type === S_IFDIR) applyMeta(c, cabs, times)
+      if (rewrite || !h || metaChanged || type === S_IFDIR) applyMeta(c, cabs, times, o.xattrs, true)
     }
     if (!apply && changed && fs.existsSync(abs)) freeze(rel, { listing: listingOf(rel) })
   }
@@ -159,7 +167,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     await batch.write({ sync: true })
   }
   await walk(rootRec, '', true)
-  applyMeta(rootRec, root, times)
+  applyMeta(rootRec, root, times, o.xattrs, true)
   await setTimes(times)
   return stats
 }
