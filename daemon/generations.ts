@@ -382,7 +382,13 @@ function sameRecord (x: InodeRecord, y: InodeRecord): boolean {
 
 function sameMeta (x: InodeRecord, y: InodeRecord): boolean {
   return x.mode === y.mode && x.uid === y.uid && x.gid === y.gid && x.mtime === y.mtime && x.atime === y.atime &&
-    JSON.stringify(Object.keys(x.xattrs ?? {})) === JSON.stringify(Object.keys(y.xattrs ?? {}))
+    sameXattrs(x.xattrs, y.xattrs)
+}
+
+function sameXattrs (a: Record<string, Uint8Array> | undefined, b: Record<string, Uint8Array> | undefined): boolean {
+  const ka = Object.keys(a ?? {}); const kb = Object.keys(b ?? {})
+  if (ka.length !== kb.length) return false
+  return ka.every(k => b![k] !== undefined && Buffer.compare(a![k], b![k]) === 0)
 }
 
 function sameContent (x: InodeRecord, y: InodeRecord): boolean {
