@@ -87,11 +87,11 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const resumed = state.mounted && state.head !== null
   if (resumed) {
     // the daemon died while mounted: DIR still holds the session's lower layer; resume the last checkpoint
-    const t = await gens.tableOf(state.head!)
+    const t = await gens.resumeTable()
     await loadAll(gens, t, gens.nodes, gens.records)
     ws = new Workspace({ blocks, lower, base: t, nextIno: state.nextIno })
     for (const r of allRecords(t)) ws.noteLowerKey(r)
-    log(`rewindfs: the previous daemon died; resumed from checkpoint ${state.head}`)
+    log(`rewindfs: the previous daemon died; resumed from ${state.live ? 'the state its last fsync made durable' : `checkpoint ${state.head}`}`)
   } else {
     // the workspace is DIR as it is now: one root record whose listing is lower (O(1))
     const ls = lower.statRoot()
@@ -112,7 +112,8 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     }
   }
 
-  const fuse = new FuseMount({ mountpoint: o.dir, workspace: ws, statfsPath: o.store, log })
+  const live = ws
+  const fuse = new FuseMount({ mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live) })
   await fuse.mount()
   state.mounted = true
   if (!resumed) await gens.mark(ws, { label: 'mount' })

@@ -26,6 +26,8 @@ export interface AdapterOptions {
   workspace: Workspace
   /** directory whose filesystem statfs reports (the store) */
   statfsPath: string
+  /** makes the live state durable (fsync, fsyncdir: the inode is passed for the record); absent: fsync only answers */
+  durable?: (ino: number) => Promise<void>
   /** log sink for unexpected errors */
   log?: (msg: string) => void
 }
@@ -248,8 +250,23 @@ export class FuseMount {
       create: val('create', (p: string, mode: number, flags: number) => ws.create(p, mode, flags, self.caller())) as any,
       release: closeLike('release', (fh) => ws.release(fh)),
       flush: closeLike('flush', () => {}),
-      fsync: closeLike('fsync', () => {}),
-      fsyncdir: st('fsyncdir', () => {}),
+      // fsync/fsyncdir: the record (and sealed blocks) becomes durable before the answer
+      fsync: (p: string | null, _datasync: number, fh: number, cb: (n: number) => void) => {
+        self.counts.ops++
+        let ino: number
+        let stale: string[] = []
+        try { ino = ws.handleIno(fh); stale = afterWrites(fh, p) } catch (e) { cb(self.errno(e, 'fsync', p)); return }
+        const answer = (r: number): void => self.answerAfterSiblings(stale, true, () => cb(r))
+        if (!this.o.durable) { answer(0); return }
+        this.o.durable(ino).then(() => answer(0), (e) => answer(self.errno(e, 'fsync', p)))
+      },
+      fsyncdir: (p: string | null, _datasync: number, _fh: number, cb: (n: number) => void) => {
+        self.counts.ops++
+        let ino: number
+        try { ino = ws.resolve(p ?? '/') } catch (e) { cb(self.errno(e, 'fsyncdir', p)); return }
+        if (!this.o.durable) { cb(0); return }
+        this.o.durable(ino).then(() => cb(0), (e) => cb(self.errno(e, 'fsyncdir', p)))
+      },
       read: num('read', (p: string | null, fh: number, buf: Buffer, len: number, pos: number) => ws.read(fh, buf, len, pos)),
       write: num('write', (p: string | null, fh: number, buf: Buffer, len: number, pos: number) => ws.write(fh, buf, len, pos)),
       setxattr: st('setxattr', (p: string, name: string, value: Buffer, position: number, flags: number) => ws.setxattr(p, name, value, flags)),
