@@ -11,7 +11,7 @@ import { Command, Option } from 'commander'
 import { RewindClient, RewindError, ConnectionError, TimeoutError } from '../client/client.js'
 import { defaultStore, findWorkspace, register, registered } from './paths.js'
 import { mountState } from './mounts.js'
-import { startDaemon, checkFuseAvailable } from './daemon.js'
+import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from './daemon.js'
 import type { CheckpointInfo } from './api.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -34,7 +34,11 @@ function locate (opts: { workspace?: string }): { workspace: string, store: stri
   if (opts.workspace) {
     const ws = path.resolve(opts.workspace)
     const store = registered(ws)
-    if (!store) throw new CliError(`${ws} has never been mounted by rewindfs: run rewindfs mount ${ws}`)
+    if (!store) {
+      let exists = true
+      try { fs.statSync(ws) } catch (e: any) { exists = e.code !== 'ENOENT' }
+      throw new CliError(exists ? `${ws} has never been mounted by rewindfs: run rewindfs mount ${ws}` : `${ws} does not exist`)
+    }
     return { workspace: ws, store }
   }
   const found = findWorkspace(process.cwd())
@@ -92,9 +96,16 @@ export function program (): Command {
     .option('--port <n>', 'loopback TCP port for the protocol (default: any free port)', v => Number(v))
     .addHelpText('after', '\nExample:\n  rewindfs mount ~/project && cd ~/project && rewindfs checkpoint -m "before refactor"')
     .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number }) => {
-      if (!fs.existsSync(dir)) throw new CliError(`${dir} does not exist: create it first (mkdir -p ${dir})`)
-      if (!fs.statSync(dir).isDirectory()) throw new CliError(`${dir} is not a directory`)
-      const abs = fs.realpathSync(dir)
+      let abs = path.resolve(dir)
+      try {
+        if (!fs.statSync(dir).isDirectory()) throw new CliError(`${dir} is not a directory: rewindfs mounts a directory (mkdir a new one, or give the folder that holds your files)`)
+        abs = fs.realpathSync(dir)
+      } catch (e: any) {
+        if (e instanceof CliError) throw e
+        if (e.code === 'ENOENT') throw new CliError(`${dir} does not exist: create it first (mkdir -p ${dir})`)
+        if (e.code !== 'ENOTCONN' && e.code !== 'ECONNABORTED') throw e
+        // a dead mount left by a killed daemon: the daemon clears it and resumes
+      }
       checkFuseAvailable()
       const st = mountState(abs)
       if (st === 'mounted') throw new CliError(`${abs} is already mounted (mount point busy): rewindfs unmount -w ${abs} first`)
@@ -114,11 +125,15 @@ export function program (): Command {
       const out = fs.openSync(logFile, 'a')
       const args = [path.join(here, 'cli.js'), 'daemon', abs, '--store', store]
       if (o.port) args.push('--port', String(o.port))
+      const logStart = fs.fstatSync(out).size
       const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out] })
       fs.closeSync(out)
       await waitReady(store, child.pid!, logFile, child)
       child.unref()
       console.log(`mounted ${abs} (daemon pid ${child.pid}, store ${store})`)
+      // say what the daemon said about this start (a resume after a crash, a cleared mount)
+      const said = fs.readFileSync(logFile, 'utf8').slice(logStart).split('\n').filter(l => l.startsWith('rewindfs: ')).map(l => l.slice(10))
+      for (const l of said) console.log(l)
     })
 
   p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', v => Number(v))
@@ -133,18 +148,33 @@ export function program (): Command {
 
   p.command('unmount').addOption(ws)
     .description('Unmount the workspace. DIR keeps the final state (checkpointed first), or its original content with --discard.')
-    .option('--discard', 'leave the directory as it was before mount; the store keeps every checkpoint')
+    .option('--discard', 'leave the directory as it was before mount; changes since the last checkpoint are dropped, every checkpoint is kept')
     .addHelpText('after', '\nExample:\n  rewindfs unmount -w ~/project')
     .action(async (o: { workspace?: string, discard?: boolean }) => {
       const { workspace, store } = locate(o)
-      const info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) as { pid: number }
+      let info: { pid: number }
+      try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch {
+        if (mountState(workspace) === 'stale') {
+          await new Promise(resolve => spawn('fusermount', ['-uz', workspace]).on('exit', resolve))
+          console.log(`cleared the dead mount on ${workspace}; run rewindfs mount ${workspace} to resume from its last checkpoint`)
+          return
+        }
+        throw new CliError(`${workspace} is not mounted`)
+      }
+      const outcomeFile = path.join(store, UNMOUNT_FILE)
+      fs.rmSync(outcomeFile, { force: true })
       await withClient(o, async c => await c.unmount({ discard: o.discard === true }))
       const deadline = Date.now() + 600000
       while (Date.now() < deadline) {
         try { process.kill(info.pid, 0) } catch { break }
         await new Promise(resolve => setTimeout(resolve, 50))
       }
-      console.log(`unmounted ${workspace}${o.discard ? ' (discarded: the directory holds its original content)' : ''}`)
+      let outcome: UnmountOutcome | null = null
+      try { outcome = JSON.parse(fs.readFileSync(outcomeFile, 'utf8')) } catch {}
+      if (outcome && !outcome.ok) {
+        throw new CliError(`unmounted ${workspace}, but writing the final state back failed for ${outcome.errors.length} paths:\n  ${outcome.errors.slice(0, 20).join('\n  ')}${outcome.errors.length > 20 ? `\n  ... and ${outcome.errors.length - 20} more` : ''}\nNothing is lost: the store keeps the final state as checkpoint #${outcome.checkpoint}, and rewindfs mount ${workspace} resumes from it.`)
+      }
+      console.log(`unmounted ${workspace}${o.discard ? ' (discarded: the directory holds its original content; changes since the last checkpoint were dropped, every checkpoint is kept)' : ''}`)
     })
 
   p.command('checkpoint').addOption(ws)
@@ -165,9 +195,12 @@ export function program (): Command {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  rewindfs log -n 10')
     .action(async (o: { workspace?: string, branch?: string, limit: number, json?: boolean }) => {
-      const list = await withClient(o, async c => await c.log({ branch: o.branch, limit: o.limit }))
+      const [list, total] = await withClient(o, async c => [await c.log({ branch: o.branch, limit: o.limit }), (await c.status()).checkpoints] as const)
       if (o.json) console.log(JSON.stringify(list))
-      else list.forEach(printCheckpoint)
+      else {
+        list.forEach(printCheckpoint)
+        if (o.branch === undefined && list.length < total) console.log(`(showing ${list.length} of ${total} checkpoints; -n ${total} shows all)`)
+      }
     })
 
   p.command('diff').addOption(ws).argument('<a>', 'checkpoint id').argument('[b]', 'checkpoint id (default: the live workspace)')
@@ -227,7 +260,7 @@ export function program (): Command {
     .action(async (o: { workspace?: string, json?: boolean }) => {
       const s = await withClient(o, async c => await c.status())
       if (o.json) { console.log(JSON.stringify(s)); return }
-      console.log(`workspace  ${s.workspace}\nstore      ${s.store}\nbranch     ${s.branch}\nhead       ${s.head === null ? '(none)' : '#' + s.head}\ninodes     ${s.inodes}\nunsaved    ${s.dirtyBytes} bytes\ndaemon     pid ${s.pid}, protocol ${s.protocol}`)
+      console.log(`workspace  ${s.workspace}\nstore      ${s.store}\nbranch     ${s.branch}\nhead       ${s.head === null ? '(none)' : '#' + s.head}\ninodes     ${s.inodes}\nunsaved    ${s.dirtyInodes} inodes, ${s.dirtyBytes} bytes written since the last checkpoint\ndaemon     pid ${s.pid}, protocol ${s.protocol}`)
     })
   return p
 }

@@ -41,6 +41,21 @@ export interface DaemonOptions {
   log?: (msg: string) => void
 }
 
+/** Name of the file in the store where the daemon leaves the outcome of its last unmount. */
+export const UNMOUNT_FILE = 'unmount.json'
+
+/** What the last unmount did (`<store>/unmount.json`). */
+export interface UnmountOutcome {
+  ok: boolean
+  discarded: boolean
+  /** checkpoint holding the final state */
+  checkpoint: number | null
+  /** paths write-back could not write, with the reason */
+  errors: string[]
+  /** ms since the epoch */
+  time: number
+}
+
 /** A running daemon. */
 export interface Daemon {
   /** resolves when the daemon has unmounted and closed */
@@ -124,23 +139,49 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   let resolveClosed!: () => void
   const closed = new Promise<void>(resolve => { resolveClosed = resolve })
 
+  /**
+   * Unmount: checkpoint unsaved work (unless discarding), unmount, write the
+   * final state back. If write-back cannot write every path, the store stays
+   * marked as mounted, so the next mount resumes from the "unmount"
+   * checkpoint instead of trusting the half-written directory. The outcome
+   * goes to `<store>/unmount.json` for the CLI.
+   */
   const shutdown = async (discard: boolean): Promise<void> => {
     if (phase !== 'MOUNTED') return await closed
     phase = 'UNMOUNTING'
+    const outcome: UnmountOutcome = { ok: true, discarded: discard, checkpoint: null, errors: [], time: Date.now() }
     try {
       if (!discard && gens.isDirty(ws)) await gens.mark(ws, { label: 'unmount' })
+      outcome.checkpoint = state.head
       await fuse.unmount()
       if (!discard) {
-        const r = await writeBack({ ws, gens, db, blocks, dir: o.dir, dirFd, log, xattrs: xattrIo })
-        log(`rewindfs: wrote the final state back into ${o.dir} (${r.written} paths written, ${r.removed} removed, ${r.frozen} frozen)`)
-        state.session++
+        let r
+        try {
+          r = await writeBack({ ws, gens, db, blocks, dir: o.dir, dirFd, log, xattrs: xattrIo })
+        } catch (e: any) {
+          r = { written: 0, removed: 0, frozen: 0, errors: [`write-back stopped before changing the directory: ${e.message}`] }
+        }
+        outcome.errors = r.errors
+        if (r.errors.length === 0) {
+          log(`rewindfs: wrote the final state back into ${o.dir} (${r.written} paths written, ${r.removed} removed, ${r.frozen} frozen)`)
+          state.session++
+          state.mounted = false
+        } else {
+          outcome.ok = false
+          log(`rewindfs: write-back into ${o.dir} failed for ${r.errors.length} paths; the store keeps the final state as checkpoint ${state.head} and the next mount resumes from it:\n  ${r.errors.slice(0, 20).join('\n  ')}`)
+        }
       } else {
         log(`rewindfs: discarded; ${o.dir} holds its original content`)
+        state.mounted = false
       }
-      state.mounted = false
       await gens.saveState(ws)
+    } catch (e: any) {
+      outcome.ok = false
+      outcome.errors.push(e.message)
+      log(`rewindfs: unmount failed: ${e.stack ?? e.message}`)
     } finally {
       phase = 'CLOSED'
+      try { fs.writeFileSync(path.join(o.store, UNMOUNT_FILE), JSON.stringify(outcome) + '\n', { mode: 0o600 }) } catch {}
       ws.close()
       try { fs.closeSync(dirFd) } catch {}
       await server?.close().catch(() => {})

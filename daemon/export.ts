@@ -11,6 +11,7 @@ import type { Workspace } from './workspace.js'
 import { TreeView } from './tree.js'
 import { writeNode, applyMeta, setTimes, type TimeBatch, type XattrIo } from './materialize.js'
 import { ApiError } from '../proto/errors.js'
+import { resolveOutside, sameMounts, InsideMountError } from './safepath.js'
 
 export interface ExportOptions {
   gens: Generations
@@ -26,19 +27,30 @@ export interface ExportOptions {
 /** Exports checkpoint `id`; returns the number of paths and file bytes written. */
 export async function exportCheckpoint (o: ExportOptions): Promise<{ files: number, bytes: number }> {
   if (!path.isAbsolute(o.dir)) throw new ApiError('E_BAD_REQUEST', `export directory must be an absolute path, got ${o.dir}`)
-  const dest = path.resolve(o.dir)
   const ws = path.resolve(o.workspaceDir)
-  if (dest === ws || dest.startsWith(ws + path.sep)) throw new ApiError('E_BAD_REQUEST', `export directory ${dest} is inside the workspace; choose a directory outside ${ws}`)
+  let dest: string
+  try {
+    // never stat a path inside our own mount (it would deadlock the daemon): resolve by hand
+    dest = resolveOutside(o.dir, sameMounts(ws))
+  } catch (e) {
+    if (e instanceof InsideMountError) throw new ApiError('E_BAD_REQUEST', `export directory ${o.dir} is inside the workspace (${e.message}); choose a directory outside ${ws}`)
+    throw new ApiError('E_BAD_REQUEST', `export directory ${o.dir}: ${(e as Error).message}`)
+  }
   const existing = fs.statSync(dest, { throwIfNoEntry: false })
-  if (existing && (!existing.isDirectory() || fs.readdirSync(dest).length > 0)) throw new ApiError('E_BAD_REQUEST', `export directory ${dest} exists and is not an empty directory`)
+  if (existing && (!existing.isDirectory() || fs.readdirSync(dest).length > 0)) throw new ApiError('E_BAD_REQUEST', `export directory ${dest} exists and is not an empty directory: give a new path or an empty directory`)
   const view = new TreeView(o.gens, o.ws, await o.gens.tableOf(o.id))
   const root = await view.root()
   const count = { files: 0, bytes: 0 }
   const links = new Map<string, string>()
   if (!existing) fs.mkdirSync(dest, { recursive: true, mode: 0o700 })
   const times: TimeBatch = []
-  for (const [name, c] of await view.children(root)) await writeNode(view, c, `${dest}/${name}`, links, count, times, o.xattrs)
-  applyMeta(root, dest, times, o.xattrs)
-  await setTimes(times)
+  try {
+    for (const [name, c] of await view.children(root)) await writeNode(view, c, `${dest}/${name}`, links, count, times, o.xattrs)
+    applyMeta(root, dest, times, o.xattrs)
+    await setTimes(times)
+  } catch (e: any) {
+    if (e instanceof ApiError) throw e
+    throw new ApiError('E_IO', `export stopped after ${count.files} paths: ${e.message}; ${dest} holds a partial export`)
+  }
   return count
 }

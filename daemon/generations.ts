@@ -291,6 +291,14 @@ export class Generations implements TableSource {
     return n
   }
 
+  /** Inodes that differ from the head checkpoint (created, changed or removed). O(dirty) unless fsync folded changes in. */
+  dirtyInodes (ws: Workspace): number {
+    const head = this.state.head === null ? undefined : this.roots.get(this.state.head)
+    const changed = head && head !== ws.base ? differences(head, ws.base) : new Set<Ino>()
+    for (const ino of ws.dirty.keys()) changed.add(ino)
+    return changed.size
+  }
+
   /** True when the live generation has changes since its base checkpoint. */
   isDirty (ws: Workspace): boolean {
     if (ws.dirty.size > 0) return true
@@ -434,8 +442,9 @@ function sameRecord (x: InodeRecord, y: InodeRecord): boolean {
     !x.entries && !y.entries && !x.blocks && !y.blocks && sameMeta(x, y)
 }
 
+/** Same attributes for diff: atime is left out (reading the lower layer can move it; it is restored all the same). */
 function sameMeta (x: InodeRecord, y: InodeRecord): boolean {
-  return x.mode === y.mode && x.uid === y.uid && x.gid === y.gid && x.mtime === y.mtime && x.atime === y.atime &&
+  return x.mode === y.mode && x.uid === y.uid && x.gid === y.gid && x.mtime === y.mtime &&
     sameXattrs(x.xattrs, y.xattrs)
 }
 

@@ -170,8 +170,11 @@ export class LowerLayer {
       if (!f.blocks) throw new FsError(EIO, `frozen lower path ${ref.p} is not a file`)
       return { blocks: f.blocks }
     }
+    const flags = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW
     try {
-      return { fd: fs.openSync(this.pathOf(ref.p), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW) }
+      // O_NOATIME: reading through the mount must not change the user's files (needs ownership or CAP_FOWNER)
+      try { return { fd: fs.openSync(this.pathOf(ref.p), flags | fs.constants.O_NOATIME) } } catch (e: any) { if (e.code !== 'EPERM') throw e }
+      return { fd: fs.openSync(this.pathOf(ref.p), flags) }
     } catch (e: any) {
       throw new FsError(EIO, `cannot open lower file ${ref.p}: ${e.message}`)
     }

@@ -44,6 +44,7 @@ export class Service implements RewindApi {
       checkpoints: g.checkpoints.size,
       inodes: g.liveInodes(this.d.workspace),
       dirtyBytes: this.d.workspace.dirtyBytes,
+      dirtyInodes: this.d.generations.dirtyInodes(this.d.workspace),
       pid: process.pid,
       protocol: this.d.protocol
     }

@@ -48,7 +48,7 @@ export interface WriteBackOptions {
 const ZERO = Buffer.alloc(BLOCK_SIZE)
 
 /** Writes the live state (sealed by the caller) back into the directory. */
-export async function writeBack (o: WriteBackOptions): Promise<{ written: number, removed: number, frozen: number }> {
+export async function writeBack (o: WriteBackOptions): Promise<{ written: number, removed: number, frozen: number, errors: string[] }> {
   const session = o.gens.state.session
   // the mount is gone: the directory's own path reaches it again
   const root = o.dir
@@ -56,7 +56,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
   const view = new TreeView(o.gens, o.ws, o.ws.base)
   const before = new LowerLayer(o.ws.lower.root, session, new Map([...o.ws.lower.frozen].map(([k, v]) => [k, v.slice()])))
   const frozenNow = new Map<string, FrozenPath[]>()
-  const stats = { written: 0, removed: 0, frozen: 0 }
+  const stats = { written: 0, removed: 0, frozen: 0, errors: [] as string[] }
   const absOf = (rel: string): string => rel === '' ? root : `${root}/${rel}`
   const join = (rel: string, name: string): string => rel === '' ? name : `${rel}/${name}`
 
@@ -114,7 +114,9 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
       if (want.has(name)) continue
       changed = true
       if (!apply) freezeTree(join(rel, name))
-      else { fs.rmSync(`${abs}/${name}`, { recursive: true, force: true }); stats.removed++ }
+      else {
+        try { fs.rmSync(`${abs}/${name}`, { recursive: true, force: true }); stats.removed++ } catch (e: any) { stats.errors.push(`${join(rel, name)}: ${e.message}`) }
+      }
     }
     for (const [name, c] of want) {
       const crel = join(rel, name)
@@ -138,6 +140,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
         if (type === S_IFDIR) await walk(c, crel, false)
         continue
       }
+      try {
       if (rewrite) {
         if (h && (type === S_IFDIR || !sameType || type !== S_IFREG)) fs.rmSync(cabs, { recursive: true, force: true })
         if (type === S_IFDIR) fs.mkdirSync(cabs, { mode: 0o700 })
@@ -153,6 +156,10 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
       if (type === S_IFDIR) await walk(c, crel, true)
       if (multi && !links.has(c.ino)) links.set(c.ino, cabs)
       if (rewrite || !h || metaChanged || type === S_IFDIR) applyMeta(c, cabs, times, o.xattrs, true)
+      } catch (e: any) {
+        // keep going with the siblings; the caller reports every path that failed
+        stats.errors.push(`${crel}: ${e.code ?? ''} ${e.message}`.trim())
+      }
     }
     if (!apply && changed && fs.existsSync(abs)) freeze(rel, { listing: listingOf(rel) })
   }

@@ -94,6 +94,8 @@ export interface StatusInfo {
   inodes: number
   /** bytes written since the last checkpoint */
   dirtyBytes: number
+  /** inodes created, changed or removed since the last checkpoint */
+  dirtyInodes: number
   /** daemon process id */
   pid: number
   /** protocol version spoken */

@@ -45,7 +45,7 @@ class FakeApi implements RewindApi {
   async status (): Promise<StatusInfo> {
     this.rec('status', undefined)
     if (this.hang) await new Promise(() => {})
-    return { workspace: '/w', store: '/s', branch: 'main', head: null, generation: 1, checkpoints: this.cps.length, inodes: 1, dirtyBytes: 0, pid: process.pid, protocol: v }
+    return { workspace: '/w', store: '/s', branch: 'main', head: null, generation: 1, checkpoints: this.cps.length, inodes: 1, dirtyBytes: 0, dirtyInodes: 0, pid: process.pid, protocol: v }
   }
 
   async mark (req: { label?: string; context?: unknown; meta?: unknown }): Promise<CheckpointInfo> {
