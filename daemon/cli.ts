@@ -65,6 +65,12 @@ function printCheckpoint (c: CheckpointInfo): void {
   console.log(`#${c.id}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} inodes  ${c.label ?? ''}`)
 }
 
+/** True while process `pid` runs (a zombie waiting for its parent to reap it has exited). */
+function alive (pid: number): boolean {
+  try { process.kill(pid, 0) } catch { return false }
+  try { return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z' } catch { return false }
+}
+
 /** Waits until the daemon `pid` has written daemon.json, or fails with its log. */
 async function waitReady (store: string, pid: number, logFile: string, child: ReturnType<typeof spawn>): Promise<void> {
   let exited: number | null = null
@@ -144,6 +150,8 @@ export function program (): Command {
       process.once('SIGINT', stop)
       process.once('SIGTERM', stop)
       await d.closed
+      // everything is closed and written; the binding's idle thread handles would keep the loop alive for a while
+      process.exit(0)
     })
 
   p.command('unmount').addOption(ws)
@@ -165,10 +173,7 @@ export function program (): Command {
       fs.rmSync(outcomeFile, { force: true })
       await withClient(o, async c => await c.unmount({ discard: o.discard === true }))
       const deadline = Date.now() + 600000
-      while (Date.now() < deadline) {
-        try { process.kill(info.pid, 0) } catch { break }
-        await new Promise(resolve => setTimeout(resolve, 50))
-      }
+      while (Date.now() < deadline && alive(info.pid)) await new Promise(resolve => setTimeout(resolve, 20))
       let outcome: UnmountOutcome | null = null
       try { outcome = JSON.parse(fs.readFileSync(outcomeFile, 'utf8')) } catch {}
       if (outcome && !outcome.ok) {

@@ -41,13 +41,16 @@ export function writeContent (view: TreeView, r: InodeRecord, abs: string): numb
 /** Times to set, in order: [path, atime ns, mtime ns] (decimal strings). */
 export type TimeBatch = Array<[string, string, string]>
 
+/** Debian's python3 when present: a version-manager shim on PATH can cost a second per start. */
+const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
+
 const SET_TIMES = 'import json,os,sys\nfor p,a,m in json.load(sys.stdin):\n os.utime(p, ns=(int(a), int(m)), follow_symlinks=False)\n'
 
 /** Sets every time of the batch exactly (one python3 process). Throws with its stderr on failure. */
 export async function setTimes (batch: TimeBatch): Promise<void> {
   if (batch.length === 0) return
   await new Promise<void>((resolve, reject) => {
-    const child = execFile('python3', ['-c', SET_TIMES], { maxBuffer: 16 * 1024 * 1024 }, (err, _out, stderr) => {
+    const child = execFile(PYTHON, ['-c', SET_TIMES], { maxBuffer: 16 * 1024 * 1024 }, (err, _out, stderr) => {
       if (err) reject(new Error(`setting file times failed: ${stderr || err.message}`)); else resolve()
     })
     child.stdin!.end(JSON.stringify(batch))
