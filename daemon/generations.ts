@@ -320,7 +320,7 @@ export class Generations implements TableSource {
    * resolves when it is done.
    */
   restore (ws: Workspace, id: CheckpointId, invalidate: (items: InvalidationItem[]) => Promise<void>): Promise<RestoreInfo> {
-    this.checkpoint(id)
+    try { this.checkpoint(id) } catch (e) { return Promise.reject(e) }
     return this.mutex.run(async () => {
       const t0 = performance.now()
       if (this.isDirty(ws)) await this.mark0(ws, { label: `before restore to ${id}` })
