@@ -83,6 +83,9 @@ export interface StoreState {
 /** A kernel cache invalidation item (fuse/binding.ts): [3, path] entry, [4, path, 0, 0] inode, [1, 1, 0, 0] root. */
 export type InvalidationItem = [3, string] | [4, string, number, number] | [1, number, number, number]
 
+/** Checkpoint tables kept in memory at most (least recently used are dropped and reload from the store). */
+const ROOTS_KEPT = 256
+
 /** Serialises marks and restores: one at a time, in call order. */
 class Mutex {
   private tail: Promise<unknown> = Promise.resolve()
@@ -103,6 +106,8 @@ export class Generations implements TableSource {
   private readonly mutex = new Mutex()
   /** inode count of the live generation, kept incrementally */
   inodes: number
+  /** table root id of the head checkpoint (0 before the first) */
+  private headRoot = 0
 
   constructor (readonly db: StoreDb, readonly blocks: { sync(): Promise<void>, commitTo(b: StoreBatch): void }, public state: StoreState) {
     this.inodes = state.inodes
@@ -118,6 +123,7 @@ export class Generations implements TableSource {
     for await (const e of db.iterate<CheckpointRecord>('checkpoint')) g.checkpoints.set(e.value.id, e.value)
     for await (const e of db.iterate<BranchRecord>('branch')) g.branches.set(e.value.name, e.value)
     if (!g.branches.has(state.branch)) g.branches.set(state.branch, { name: state.branch, base: null, head: state.head, created: Date.now() })
+    if (state.head !== null) g.headRoot = g.checkpoints.get(state.head)?.root ?? 0
     return g
   }
 
@@ -138,11 +144,23 @@ export class Generations implements TableSource {
   /** The inode table of a checkpoint, with nothing below its root loaded yet. */
   async tableOf (id: CheckpointId): Promise<TableNode> {
     const hit = this.roots.get(id)
+    if (hit) { this.roots.delete(id); this.roots.set(id, hit) } // most recently used last
     if (hit) return hit
     const cp = this.checkpoint(id)
     const t = cp.root === 0 ? emptyTable() : await loadRoot(this, cp.root, this.nodes)
-    this.roots.set(id, t)
+    this.remember(id, t)
     return t
+  }
+
+  /** Keeps a checkpoint's table in memory, dropping the least recently used beyond ROOTS_KEPT (they reload from the store). */
+  private remember (id: CheckpointId, t: TableNode): void {
+    this.roots.set(id, t)
+    if (this.roots.size > ROOTS_KEPT) this.roots.delete(this.roots.keys().next().value!)
+  }
+
+  /** True when the live base table is the head checkpoint's table (by persisted id). */
+  private baseIsHead (ws: Workspace): boolean {
+    return this.state.head !== null && ws.base.id !== 0 && ws.base.id === this.headRoot
   }
 
   /** A checkpoint record; unknown id → ApiError E_UNKNOWN_CHECKPOINT. */
@@ -159,7 +177,7 @@ export class Generations implements TableSource {
     return {
       nextId: () => this.state.nextId++,
       putNode: (id, v) => { batch.put('node', id, v) },
-      putRecord: (id, r) => { batch.put('node', id, encodeRecord(r)); this.records.set(id, r) }
+      putRecord: (id, r) => { batch.put('node', id, encodeRecord(r)) }
     }
   }
 
@@ -216,7 +234,8 @@ export class Generations implements TableSource {
     this.state.live = null
     const br = this.branches.get(this.state.branch)!
     br.head = id
-    this.roots.set(id, table)
+    this.remember(id, table)
+    this.headRoot = root
     // --- durability: pack bytes, fsync, then the index batch
     await this.blocks.sync()
     this.blocks.commitTo(batch)
@@ -254,7 +273,7 @@ export class Generations implements TableSource {
 
   private async sync0 (ws: Workspace): Promise<void> {
     ws.sealAll()
-    if (ws.dirty.size === 0 && (this.state.live?.root === ws.base.id || (this.state.head !== null && this.roots.get(this.state.head) === ws.base))) return
+    if (ws.dirty.size === 0 && (this.state.live?.root === ws.base.id || this.baseIsHead(ws))) return
     this.inodes = this.liveInodes(ws)
     const table = applyChanges(ws.base, ws.dirty)
     ws.base = table
@@ -294,7 +313,7 @@ export class Generations implements TableSource {
   /** Inodes that differ from the head checkpoint (created, changed or removed). O(dirty) unless fsync folded changes in. */
   dirtyInodes (ws: Workspace): number {
     const head = this.state.head === null ? undefined : this.roots.get(this.state.head)
-    const changed = head && head !== ws.base ? differences(head, ws.base) : new Set<Ino>()
+    const changed = head && !this.baseIsHead(ws) ? differences(head, ws.base) : new Set<Ino>()
     for (const ino of ws.dirty.keys()) changed.add(ino)
     return changed.size
   }
@@ -303,7 +322,7 @@ export class Generations implements TableSource {
   isDirty (ws: Workspace): boolean {
     if (ws.dirty.size > 0) return true
     // fsync folded changes into the base without a checkpoint
-    if (this.state.head !== null && this.roots.get(this.state.head) !== ws.base) return true
+    if (this.state.head !== null && !this.baseIsHead(ws)) return true
     // an empty per-file buffer map is not unsaved data; counting it made
     // restore's seal-until-clean loop spin forever (O(files with buffers))
     for (const m of ws.dirtyData.values()) if (m.size > 0) return true
@@ -345,6 +364,7 @@ export class Generations implements TableSource {
       this.branches.set(name, br)
       this.state.branch = name
       this.state.head = id
+      this.headRoot = cp.root
       this.state.live = null
       this.state.generation = this.state.nextGeneration++
       const batch = this.db.batch()
