@@ -14,7 +14,7 @@
  */
 import fs from 'node:fs'
 import type { BlockId } from './types.js'
-import type { LowerRef } from './inode.js'
+import { type InodeRecord, type LowerRef, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { FsError, EIO } from './errno.js'
 
 /** The stat fields the workspace keeps of a lower entry (times in ns). */
@@ -179,4 +179,25 @@ export class LowerLayer {
       throw new FsError(EIO, `cannot open lower file ${ref.p}: ${e.message}`)
     }
   }
+}
+
+/**
+ * The record of a lower entry `e` named `name` in directory `parent` (whose
+ * listing comes from lower reference `ref`), with inode number `ino`:
+ * content and listing stay lower, a symlink's target is read now, and a hard
+ * link counts its names not seen yet in `unseen`.
+ */
+export function recordOfLower (lower: LowerLayer, ino: number, parent: number, ref: LowerRef, e: LowerEntry): InodeRecord {
+  const st = e.st
+  const type = st.mode & S_IFMT
+  const sub = { s: ref.s, p: ref.p === '' ? e.name : `${ref.p}/${e.name}` }
+  const r: InodeRecord = {
+    ino, mode: st.mode, uid: st.uid, gid: st.gid, rdev: st.rdev, size: st.size,
+    atime: st.atime, mtime: st.mtime, ctime: st.ctime, links: [[parent, e.name]]
+  }
+  if (st.xattrs) r.xattrs = { ...st.xattrs }
+  if (type === S_IFDIR) { r.lower = sub; r.size = 0; r.subdirs = Math.max(0, st.nlink - 2) } else if (type === S_IFREG) r.lower = sub
+  else if (type === S_IFLNK) r.target = lower.readlink(sub)
+  if (type !== S_IFDIR && st.nlink > 1) { r.lowerKey = st.key; r.unseen = st.nlink - 1 }
+  return r
 }

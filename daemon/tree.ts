@@ -5,7 +5,8 @@
  * protocol's stat/readdir/read at a checkpoint, by export and by write-back.
  */
 import type { Ino } from './types.js'
-import { type InodeRecord, ROOT_INO, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, isDir } from './inode.js'
+import { type InodeRecord, ROOT_INO, isDir } from './inode.js'
+import { recordOfLower } from './lower.js'
 import type { TableNode } from './itable.js'
 import type { Generations } from './generations.js'
 import type { Workspace } from './workspace.js'
@@ -36,22 +37,7 @@ export class TreeView {
       }
       return out
     }
-    const ref = r.lower!
-    const lower = this.ws.lower
-    for (const e of lower.list(ref)) {
-      const p = ref.p === '' ? e.name : `${ref.p}/${e.name}`
-      const c: InodeRecord = {
-        ino: 0, mode: e.st.mode, uid: e.st.uid, gid: e.st.gid, rdev: e.st.rdev, size: e.st.size,
-        atime: e.st.atime, mtime: e.st.mtime, ctime: e.st.ctime, links: [[r.ino, e.name]]
-      }
-      if (e.st.xattrs) c.xattrs = { ...e.st.xattrs }
-      const type = c.mode & S_IFMT
-      if (type === S_IFDIR) { c.lower = { s: ref.s, p }; c.size = 0; c.subdirs = Math.max(0, e.st.nlink - 2) }
-      else if (type === S_IFREG) c.lower = { s: ref.s, p }
-      else if (type === S_IFLNK) c.target = lower.readlink({ s: ref.s, p })
-      if (type !== S_IFDIR && e.st.nlink > 1) { c.lowerKey = e.st.key; c.unseen = e.st.nlink - 1 }
-      out.set(e.name, c)
-    }
+    for (const e of this.ws.lower.list(r.lower!)) out.set(e.name, recordOfLower(this.ws.lower, 0, r.ino, r.lower!, e))
     return out
   }
 

@@ -27,7 +27,7 @@ import {
   cloneRecord, isDir, isFile, isSymlink, nowNs
 } from './inode.js'
 import { type TableNode, lookup } from './itable.js'
-import { LowerLayer, type LowerStat } from './lower.js'
+import { LowerLayer, type LowerEntry, recordOfLower } from './lower.js'
 import {
   fail, ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, EPERM, ESTALE, ENODATA,
   ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG, ENOTSUP
@@ -154,32 +154,20 @@ export class Workspace {
   // ---- lower layer ------------------------------------------------------
 
   /** Record for a lower entry listed under `dir` (or the existing inode of a lower hard link). */
-  private fromLower (dir: InodeRecord, name: string, st: LowerStat, subpath: string): InodeRecord {
-    const type = st.mode & S_IFMT
-    if (type !== S_IFDIR && st.nlink > 1) {
+  private fromLower (dir: InodeRecord, e: LowerEntry): InodeRecord {
+    const st = e.st
+    if ((st.mode & S_IFMT) !== S_IFDIR && st.nlink > 1) {
+      // a lower hard link: its other names join this inode when their directories are listed
       const known = this.lowerKeys.get(st.key)
       if (known !== undefined && this.get(known)) {
         const k = this.mutable(known)
-        k.links.push([dir.ino, name])
+        k.links.push([dir.ino, e.name])
         if (k.unseen) k.unseen--
         return k
       }
     }
-    const r: InodeRecord = {
-      ino: this.allocIno(), mode: st.mode, uid: st.uid, gid: st.gid, rdev: st.rdev, size: st.size,
-      atime: st.atime, mtime: st.mtime, ctime: st.ctime, links: [[dir.ino, name]]
-    }
-    if (st.xattrs) r.xattrs = { ...st.xattrs }
-    const ref = { s: dir.lower!.s, p: subpath }
-    if (type === S_IFDIR) { r.lower = ref; r.size = 0; r.subdirs = Math.max(0, st.nlink - 2) }
-    else if (type === S_IFREG) r.lower = ref
-    else if (type === S_IFLNK) r.target = this.lower.readlink(ref)
-    if (type !== S_IFDIR && st.nlink > 1) {
-      // a lower hard link: its other names join this inode when their directories are listed
-      r.lowerKey = st.key
-      r.unseen = st.nlink - 1
-      this.lowerKeys.set(st.key, r.ino)
-    }
+    const r = recordOfLower(this.lower, this.allocIno(), dir.ino, dir.lower!, e)
+    if (r.lowerKey) this.lowerKeys.set(r.lowerKey, r.ino)
     this.dirty.set(r.ino, r)
     return r
   }
@@ -193,7 +181,7 @@ export class Workspace {
     const entries = new Map<string, Ino>()
     let subdirs = 0
     for (const e of this.lower.list(ref)) {
-      const c = this.fromLower(m, e.name, e.st, ref.p === '' ? e.name : `${ref.p}/${e.name}`)
+      const c = this.fromLower(m, e)
       entries.set(e.name, c.ino)
       if (isDir(c)) subdirs++
     }
