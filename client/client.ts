@@ -15,8 +15,8 @@ import { codec, reviveBytes } from '../proto/codec.js'
 import { isErrorCode } from '../proto/errors.js'
 import {
   isConnectionInfo, isErrorReply, isEvent, isOkReply,
-  type CheckpointEvent, type CheckpointId, type CheckpointInfo, type DiffEntry, type Encoding, type Event, type EventName,
-  type ExportInfo, type HelloInfo, type Op, type OpArgs, type OpResults, type RestoreEvent, type RestoreInfo,
+  type CandidateInfo, type CheckpointEvent, type CheckpointId, type CheckpointInfo, type DiffEntry, type Encoding, type Event, type EventName,
+  type ExportInfo, type HelloInfo, type MemoryAddInfo, type MemoryEntry, type MemoryGetInfo, type Op, type OpArgs, type OpResults, type RestoreEvent, type RestoreInfo,
   type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo,
 } from '../proto/messages.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
@@ -151,6 +151,21 @@ export class RewindClient {
   /** Context stored with checkpoint `id` (null when none). */
   context (args: { id: CheckpointId }, o?: CallOptions): Promise<unknown> {
     return this.call('context', { checkpoint: args.id }, o)
+  }
+
+  /** Checkpoints on the current lineage (parent links from the head, across branches), newest first, at most `limit` (1..80, default 80); step 0 is the oldest. */
+  candidates (args: { limit?: number } = {}, o?: CallOptions): Promise<CandidateInfo[]> {
+    return this.call('candidates', args, o)
+  }
+
+  /** Append `entry` (a JSON object) to the rewind memory of `run` (kept by the daemon, durable); resolves to `{count}` entries now. */
+  memoryAdd (args: { run: string; entry: MemoryEntry }, o?: CallOptions): Promise<MemoryAddInfo> {
+    return this.call('memory_add', args, o)
+  }
+
+  /** The rewind memory of `run`: `{entries}` in insertion order. */
+  memoryGet (args: { run: string }, o?: CallOptions): Promise<MemoryGetInfo> {
+    return this.call('memory_get', args, o)
   }
 
   /** Write checkpoint `id` as plain files into absolute directory `dir` (absent or empty, outside the workspace). */

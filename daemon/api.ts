@@ -5,9 +5,9 @@
  * shapes, defined once in proto/messages.ts.
  */
 import type { CheckpointId } from './types.js'
-import type { CheckpointInfo, RestoreInfo, DiffEntry, StatInfo, StatusInfo } from '../proto/messages.js'
+import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo } from '../proto/messages.js'
 
-export type { CheckpointInfo, RestoreInfo, DiffEntry, StatInfo, StatusInfo } from '../proto/messages.js'
+export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo } from '../proto/messages.js'
 
 /** The daemon's operations. Every method throws an ApiError (proto/errors) with a stable code on bad input. */
 export interface RewindApi {
@@ -27,6 +27,16 @@ export interface RewindApi {
   read(req: { id?: CheckpointId; path: string; offset?: number; length?: number }): Promise<Uint8Array>
   /** Context stored with checkpoint `id` (null when none). */
   context(req: { id: CheckpointId }): Promise<unknown>
+  /**
+   * The checkpoints on the current lineage (parent links from the head
+   * checkpoint, across branches), newest first, at most `limit` (default 80);
+   * step 0 is the oldest on the lineage. [] before the first checkpoint.
+   */
+  candidates(req: { limit?: number }): Promise<CandidateInfo[]>
+  /** Append `entry` (a JSON object) to the rewind memory of `run`, durably; resolves to the number of entries now. */
+  memoryAdd(req: { run: string; entry: MemoryEntry }): Promise<{ count: number }>
+  /** The rewind memory of `run`, in insertion order ([] for an unknown run). */
+  memoryGet(req: { run: string }): Promise<{ entries: MemoryEntry[] }>
   /** Write checkpoint `id` as plain files into `dir` (must not exist or be empty, outside the workspace). */
   export(req: { id: CheckpointId; dir: string }): Promise<{ files: number; bytes: number }>
   /** Unmount; the workspace directory keeps the final state, or its original content with discard. */

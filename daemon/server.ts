@@ -203,6 +203,9 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
       case 'readdir': return await api.readdir(opt({ id: req.checkpoint, path: req.path }))
       case 'read': return await api.read(opt({ id: req.checkpoint, path: req.path, offset: req.offset, length: req.length }))
       case 'context': return await api.context({ id: req.checkpoint })
+      case 'candidates': return await api.candidates(opt({ limit: req.limit }))
+      case 'memory_add': return await api.memoryAdd({ run: req.run, entry: req.entry })
+      case 'memory_get': return await api.memoryGet({ run: req.run })
       case 'export': return await api.export({ id: req.checkpoint, dir: req.dir })
       case 'unmount': return await api.unmount(opt({ discard: req.discard }))
       case 'subscribe': {

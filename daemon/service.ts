@@ -4,13 +4,15 @@
  * writer. Paths arrive validated by proto/ (workspace-relative, no '..').
  */
 import type { CheckpointId } from './types.js'
-import type { CheckpointInfo, DiffEntry, RestoreInfo, RewindApi, StatInfo, StatusInfo } from './api.js'
+import type { CandidateInfo, CheckpointInfo, DiffEntry, MemoryEntry, RestoreInfo, RewindApi, StatInfo, StatusInfo } from './api.js'
 import { type InodeRecord, isDir, isFile, typeName } from './inode.js'
 import type { Workspace } from './workspace.js'
-import type { Generations, InvalidationItem } from './generations.js'
+import type { CheckpointRecord, Generations, InvalidationItem } from './generations.js'
 import { TreeView } from './tree.js'
 import { ApiError } from '../proto/errors.js'
 import { FsError } from './errno.js'
+import { Memory } from './memory.js'
+import { MAX_CANDIDATES } from '../proto/validate.js'
 
 /** Largest read over the protocol, bytes (16 MiB). */
 export const MAX_READ = 16 * 1024 * 1024
@@ -27,11 +29,17 @@ export interface ServiceDeps {
   exportTo: (id: CheckpointId, dir: string) => Promise<{ files: number, bytes: number }>
   /** unmounts and ends the daemon */
   unmount: (discard: boolean) => Promise<void>
+  /** rewind memory; default: kept in the generations' store database */
+  memory?: Memory
 }
 
 /** The daemon's RewindApi. */
 export class Service implements RewindApi {
-  constructor (private readonly d: ServiceDeps) {}
+  private readonly memory: Memory
+
+  constructor (private readonly d: ServiceDeps) {
+    this.memory = d.memory ?? new Memory(d.generations.db)
+  }
 
   async status (): Promise<StatusInfo> {
     const g = this.d.generations
@@ -126,6 +134,30 @@ export class Service implements RewindApi {
 
   async context (req: { id: CheckpointId }): Promise<unknown> {
     return await this.d.generations.context(req.id)
+  }
+
+  async candidates (req: { limit?: number }): Promise<CandidateInfo[]> {
+    const g = this.d.generations
+    const lineage: CheckpointRecord[] = []
+    const seen = new Set<CheckpointId>()
+    for (let id = g.state.head; id !== null && !seen.has(id);) {
+      const cp = g.checkpoints.get(id)
+      if (!cp) break
+      seen.add(id)
+      lineage.push(cp)
+      id = cp.parent
+    }
+    return lineage.slice(0, req.limit ?? MAX_CANDIDATES).map((c, i) => ({
+      id: c.id, step: lineage.length - 1 - i, label: c.label, time: c.time, branch: c.branch, meta: c.meta ?? null
+    }))
+  }
+
+  async memoryAdd (req: { run: string, entry: MemoryEntry }): Promise<{ count: number }> {
+    return { count: await this.memory.add(req.run, req.entry) }
+  }
+
+  async memoryGet (req: { run: string }): Promise<{ entries: MemoryEntry[] }> {
+    return { entries: await this.memory.get(req.run) }
   }
 
   async export (req: { id: CheckpointId, dir: string }): Promise<{ files: number, bytes: number }> {

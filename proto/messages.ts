@@ -122,6 +122,33 @@ export interface HelloInfo {
   maxRead: number
 }
 
+/**
+ * One checkpoint on the current lineage, as listed by `candidates`: the
+ * checkpoints reached by following `parent` links from the head checkpoint,
+ * across branches (the path the workspace actually came through).
+ */
+export interface CandidateInfo {
+  id: CheckpointId
+  /** position on the lineage: 0 for the oldest, +1 per checkpoint */
+  step: number
+  /** label given at mark time, or null */
+  label: string | null
+  /** wall-clock time of the mark, ms since the Unix epoch */
+  time: number
+  /** branch the checkpoint belongs to */
+  branch: string
+  /** the segment metadata given at mark time (any value), or null */
+  meta: unknown
+}
+
+/** A rewind memory entry: any JSON object (a map with string keys). */
+export type MemoryEntry = Record<string, unknown>
+
+/** Result of `memory_add`: number of entries the run's rewind memory now holds. */
+export interface MemoryAddInfo { count: number }
+/** Result of `memory_get`: every entry of the run's rewind memory, in insertion order. */
+export interface MemoryGetInfo { entries: MemoryEntry[] }
+
 /** Result of `export`. */
 export interface ExportInfo { files: number; bytes: number }
 /** Result of `unmount`. */
@@ -148,6 +175,9 @@ export interface OpArgs {
   readdir: { checkpoint?: CheckpointId; path: string }
   read: { checkpoint?: CheckpointId; path: string; offset?: number; length?: number }
   context: { checkpoint: CheckpointId }
+  candidates: { limit?: number }
+  memory_add: { run: string; entry: MemoryEntry }
+  memory_get: { run: string }
   export: { checkpoint: CheckpointId; dir: string }
   unmount: { discard?: boolean }
   subscribe: { events?: EventName[] }
@@ -166,13 +196,16 @@ export interface OpResults {
   /** raw bytes; in JSON frames a base64 string, see Reply.encoding */
   read: Uint8Array
   context: unknown
+  candidates: CandidateInfo[]
+  memory_add: MemoryAddInfo
+  memory_get: MemoryGetInfo
   export: ExportInfo
   unmount: UnmountInfo
   subscribe: SubscribeInfo
 }
 
 /** Every operation, in the order PROTOCOL.md lists them. */
-export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'export', 'unmount', 'subscribe'] as const
+export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe'] as const
 
 /** An operation name. */
 export type Op = typeof OPS[number]

@@ -24,6 +24,11 @@ export const MAX_BRANCH_LENGTH = 255
 export const MAX_CLIENT_LENGTH = 256
 /** Largest `limit` of log. */
 export const MAX_LOG_LIMIT = 100000
+/** Largest (and default) `limit` of candidates. */
+export const MAX_CANDIDATES = 80
+/** Longest rewind memory run name, in UTF-16 code units. */
+export const MAX_RUN_LENGTH = 200
+
 /** Largest `length` of read, bytes (16 MiB, daemon/api.ts). */
 export const MAX_READ_LENGTH = 16 * 1024 * 1024
 
@@ -44,6 +49,9 @@ const FIELDS: { [O in Op]: readonly string[] } = {
   readdir: ['checkpoint', 'path'],
   read: ['checkpoint', 'path', 'offset', 'length'],
   context: ['checkpoint'],
+  candidates: ['limit'],
+  memory_add: ['run', 'entry'],
+  memory_get: ['run'],
   export: ['checkpoint', 'dir'],
   unmount: ['discard'],
   subscribe: ['events'],
@@ -169,6 +177,26 @@ class Reader {
     return '/' + r.path
   }
 
+  /**
+   * A rewind memory run name: 1..MAX_RUN_LENGTH characters, well-formed, no
+   * control characters (U+0000..U+001F, U+007F) and no '!' (the store key
+   * separator, daemon/store/FORMAT.md "Rewind memory").
+   */
+  run (f: string): string {
+    const x = this.get(f, true)
+    if (typeof x !== 'string' || x.length < 1 || x.length > MAX_RUN_LENGTH || !isWellFormed(x) || /[\u0000-\u001f\u007f!]/.test(x)) {
+      bad(this.id, f, `a run name of 1..${MAX_RUN_LENGTH} characters without control characters or '!'`, x)
+    }
+    return x
+  }
+
+  /** A JSON object (a map, not an array, not bytes), required. */
+  object (f: string): Record<string, unknown> {
+    const x = this.get(f, true)
+    if (!isObject(x)) bad(this.id, f, 'an object', x)
+    return x
+  }
+
   /** Any value; absent and null both mean absent. */
   any (f: string): unknown {
     return this.get(f, false)
@@ -238,6 +266,9 @@ export function validateRequest (msg: unknown): Request {
       length: r.int('length', false, 0, MAX_READ_LENGTH, `a byte length in 0..${MAX_READ_LENGTH}`),
     })
     case 'context': return { ...env, op, checkpoint: r.checkpoint('checkpoint', true)! }
+    case 'candidates': return compact({ ...env, op, limit: r.int('limit', false, 1, MAX_CANDIDATES) })
+    case 'memory_add': return { ...env, op, run: r.run('run'), entry: r.object('entry') }
+    case 'memory_get': return { ...env, op, run: r.run('run') }
     case 'export': return { ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, dir: r.absPath('dir') }
     case 'unmount': return compact({ ...env, op, discard: r.bool('discard', false) })
     case 'subscribe': return compact({ ...env, op, events: r.events('events') })

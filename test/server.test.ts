@@ -97,6 +97,21 @@ class FakeApi implements RewindApi {
     return this.contexts.get(req.id)
   }
 
+  async candidates (req: { limit?: number }) {
+    this.rec('candidates', req)
+    return [...this.cps].reverse().slice(0, req.limit ?? 80).map((c, i, a) => ({ id: c.id, step: a.length - 1 - i, label: c.label, time: c.time, branch: c.branch, meta: null }))
+  }
+
+  async memoryAdd (req: { run: string; entry: Record<string, unknown> }) {
+    this.rec('memoryAdd', req)
+    return { count: 1 }
+  }
+
+  async memoryGet (req: { run: string }) {
+    this.rec('memoryGet', req)
+    return { entries: [] }
+  }
+
   async export (req: { id: number; dir: string }) {
     this.rec('export', req)
     return { files: 2, bytes: 10 }

@@ -21,10 +21,10 @@ import * as path from 'node:path'
 import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, StoreLockedError } from './errors.js'
 
 /** Kinds of record, one key prefix (sublevel) each. Values of all but `meta` and `block` are owned by other modules. */
-export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch'
+export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch' | 'memory'
 
 /** Every record kind, in key-prefix order. */
-export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoint', 'context', 'gen', 'lower', 'meta', 'node']
+export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoint', 'context', 'gen', 'lower', 'memory', 'meta', 'node']
 
 /** A key: a string is used as is; a number must be a safe non-negative integer and is encoded with `intKey`. */
 export type StoreKey = string | number
