@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
+import os from 'node:os'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Command, Option } from 'commander'
@@ -256,6 +257,25 @@ export function program (): Command {
     .action(async (id: string, dir: string, o: { workspace?: string }) => {
       const r = await withClient(o, async c => await c.export({ id: parseId(id), dir: path.resolve(dir) }))
       console.log(`exported checkpoint #${id} to ${path.resolve(dir)} (${r.files} paths, ${r.bytes} bytes)`)
+    })
+
+  p.command('exec').addOption(ws).argument('<cmd...>', 'the command and its arguments (after --)')
+    .description('Run a command in the workspace, checkpointing first: wrap an agent\'s shell tool with it and every command gets a checkpoint before it runs.')
+    .option('--checkpoint-each', 'mark a checkpoint before the command (the default; kept for scripts that say it)')
+    .option('--no-checkpoint', 'run without marking')
+    .addHelpText('after', '\nExample:\n  rewindfs exec --checkpoint-each -- npm test\n  (the checkpoint is labelled "before: npm test"; its segment metadata holds the command)')
+    .action(async (cmd: string[], o: { workspace?: string, checkpoint?: boolean }) => {
+      if (o.checkpoint !== false) {
+        const label = `before: ${cmd.join(' ')}`.slice(0, 1000)
+        const c = await withClient(o, async cl => await cl.mark({ label, meta: { exec: cmd, cwd: process.cwd() } }))
+        process.stderr.write(`rewindfs: checkpoint #${c.id} before ${cmd[0]}\n`)
+      }
+      const child = spawn(cmd[0], cmd.slice(1), { stdio: 'inherit' })
+      const code = await new Promise<number>((resolve) => {
+        child.on('error', (e: any) => { console.error(`rewindfs: cannot run ${cmd[0]}: ${e.code === 'ENOENT' ? 'command not found' : e.message}`); resolve(127) })
+        child.on('exit', (c, sig) => resolve(c ?? (sig ? 128 + (os.constants.signals[sig] ?? 0) : 1)))
+      })
+      process.exitCode = code
     })
 
   p.command('status').addOption(ws)

@@ -243,6 +243,23 @@ t.test('a write-back that cannot write a path fails loudly and loses nothing', a
   t.notOk(fs.existsSync(path.join(m.dir, comp)), 'after removing it, write-back completes')
 })
 
+t.test('exec checkpoints before the command and passes its exit status through', async t => {
+  const m = await mountWorkspace(t, populate)
+  const before = (await m.client.log({})).length
+  const r = await m.cli(['exec', '--checkpoint-each', '--', 'bash', '-c', `echo ran > ${m.dir}/exec-out.txt; exit 3`])
+  t.equal(r.code, 3, 'exit status of the command')
+  t.match(r.stderr, /checkpoint #\d+ before bash/)
+  const log = await m.client.log({})
+  t.equal(log.length, before + 1, 'one checkpoint per command')
+  t.equal(log[0].label, `before: bash -c echo ran > ${m.dir}/exec-out.txt; exit 3`)
+  t.equal(fs.readFileSync(path.join(m.dir, 'exec-out.txt'), 'utf8'), 'ran\n')
+  await m.client.restore({ id: log[0].id })
+  t.notOk(fs.existsSync(path.join(m.dir, 'exec-out.txt')), 'restoring that checkpoint undoes the command')
+  const missing = await m.cli(['exec', '--', 'no-such-command-xyz'])
+  t.equal(missing.code, 127)
+  t.match(missing.stderr, /command not found/)
+})
+
 t.test('mount errors say what to do', async t => {
   const root = tempRoot()
   t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))

@@ -95,7 +95,7 @@ export async function mountWorkspace (t: Teardownable, populate?: (dir: string) 
     daemon: null as unknown as ChildProcess,
     cli: async (args) => {
       try {
-        const r = await run(process.execPath, [CLI, ...args, '-w', dir], { env: { ...process.env, REWINDFS_HOME: home }, cwd: root, timeout: 120000 })
+        const r = await run(process.execPath, [CLI, args[0], '-w', dir, ...args.slice(1)], { env: { ...process.env, REWINDFS_HOME: home }, cwd: root, timeout: 120000 })
         return { stdout: r.stdout, stderr: r.stderr, code: 0 }
       } catch (e: any) { return { stdout: e.stdout ?? '', stderr: e.stderr ?? String(e), code: typeof e.code === 'number' ? e.code : 1 } }
     },
