@@ -1,0 +1,189 @@
+/**
+ * Runner: drives any model (chat.ts Model: messages and tools → reply)
+ * through an agent loop with the backtrack tools on offer.
+ *
+ * Before each model call it marks a decision boundary (recorder.ts): a
+ * checkpoint carrying the context `{kind: 'rewindfs.context/1', run,
+ * messages}` and the segment metadata of the segment that just ended. The
+ * model's tool calls run in order through `executeTool`, except the two
+ * backtrack tools, which the runner answers itself. When the model commits a
+ * backtrack, the current turn stops there (later tool calls of the same
+ * reply are not run), the memory note is added to the run's rewind memory,
+ * the checkpoint is restored, the context is rebuilt from the one stored
+ * with the checkpoint (`context`) with the whole memory injected, and the
+ * loop continues from there: the kept prefix (everything up to that
+ * checkpoint) is never re-executed.
+ *
+ * Options of the same runner: `rewindBudget` (commits allowed; later ones
+ * are answered with an error and the turn goes on) and
+ * `restartFromBeginning` (every commit rewinds to the run's first
+ * checkpoint instead of the one named, keeping the memory).
+ */
+import type { CheckpointId } from '../proto/messages.js'
+import type { RewindClient } from './client.js'
+import type { AssistantMessage, ChatMessage, Model, ToolCall, ToolSpec } from './chat.js'
+import { getMemory, injectMemory } from './memory.js'
+import { SessionRecorder } from './recorder.js'
+import type { RunLog } from './runlog.js'
+import { BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, backtrackCandidates, backtrackCommit, backtrackTools, ToolArgumentError } from './tools.js'
+
+/** What a tool did: its result (any JSON; sent to the model as JSON text) and exit status (0 success). */
+export interface ToolOutcome { result: unknown; exitStatus: number }
+/** Runs one of the agent's own tools. A throw becomes `{result: {error}, exitStatus: 1}`. */
+export type ExecuteTool = (call: ToolCall) => Promise<ToolOutcome>
+
+/** The context stored with each checkpoint the runner marks. */
+export interface StoredContext { kind: 'rewindfs.context/1'; run: string; messages: ChatMessage[] }
+
+/** One committed backtrack, as the runner reports it. */
+export interface RewindEvent {
+  /** the checkpoint the model named */
+  requested: CheckpointId
+  /** the checkpoint restored (the run's first one with restartFromBeginning) */
+  checkpoint: CheckpointId
+  /** head checkpoint of the abandoned branch */
+  from: CheckpointId | null
+  reason: string
+  /** entries the run's memory holds now */
+  memoryCount: number
+  /** the rebuilt context the run continues from (stored context + memory message) */
+  messages: ChatMessage[]
+  restart: boolean
+}
+
+export interface RunnerOptions {
+  client: RewindClient
+  model: Model
+  /** runs the agent's own tools (never called for the backtrack tools) */
+  executeTool: ExecuteTool
+  /** the run's name: rewind memory and log are kept under it */
+  run: string
+  /** the agent's own tools, offered before the two backtrack tools */
+  tools?: readonly ToolSpec[]
+  /** commits allowed in the run (count); default unlimited */
+  rewindBudget?: number
+  /** every commit rewinds to the run's first checkpoint instead of the one named; default false */
+  restartFromBeginning?: boolean
+  /** the run log (runlog.ts); none by default */
+  log?: RunLog
+  /** model calls allowed in the run, across branches; default 200 */
+  maxTurns?: number
+  /** called after each rewind, once the workspace is restored and the context rebuilt */
+  onRewind?: (e: RewindEvent) => void | Promise<void>
+}
+
+export interface RunResult {
+  /** the final context */
+  messages: ChatMessage[]
+  /** the last reply's text */
+  final: string
+  /** 'finished': the model answered without tool calls; 'max_turns': maxTurns was reached */
+  stopped: 'finished' | 'max_turns'
+  /** model calls made, across branches */
+  turns: number
+  /** every checkpoint marked, in order */
+  checkpoints: CheckpointId[]
+  rewinds: RewindEvent[]
+}
+
+/** The messages of a context stored by the runner; throws when `v` is not one. */
+export function storedMessages (v: unknown, id: CheckpointId): ChatMessage[] {
+  const c = v as Partial<StoredContext> | null
+  if (c === null || typeof c !== 'object' || c.kind !== 'rewindfs.context/1' || !Array.isArray(c.messages)) {
+    throw new Error(`checkpoint ${id} carries no runner context (kind rewindfs.context/1)`)
+  }
+  return c.messages
+}
+
+export class Runner {
+  private readonly o: RunnerOptions
+  readonly recorder: SessionRecorder
+  private commits = 0
+
+  constructor (opts: RunnerOptions) {
+    this.o = opts
+    this.recorder = new SessionRecorder(opts.client, { run: opts.run, log: opts.log })
+  }
+
+  /** Commits made so far. */
+  get rewinds (): number {
+    return this.commits
+  }
+
+  /** Run from `initial` (e.g. system + task messages) until the model answers without tool calls, or maxTurns. */
+  async run (initial: readonly ChatMessage[]): Promise<RunResult> {
+    const { client, model, run } = this.o
+    const maxTurns = this.o.maxTurns ?? 200
+    const budget = this.o.rewindBudget ?? Infinity
+    const tools = [...(this.o.tools ?? []), ...backtrackTools]
+    let messages: ChatMessage[] = [...initial]
+    let first: CheckpointId | undefined
+    const checkpoints: CheckpointId[] = []
+    const rewinds: RewindEvent[] = []
+    let turns = 0
+    let final = ''
+
+    while (turns < maxTurns) {
+      const context: StoredContext = { kind: 'rewindfs.context/1', run, messages }
+      const { checkpoint } = await this.recorder.boundary(context, { label: `before model call ${turns + 1}` })
+      first ??= checkpoint.id
+      checkpoints.push(checkpoint.id)
+
+      const reply = await model(messages, tools)
+      turns++
+      this.recorder.recordLlmCall(messages, reply)
+      const calls = reply.toolCalls ?? []
+      final = reply.content ?? ''
+      const said: AssistantMessage = calls.length === 0 ? { role: 'assistant', content: final } : { role: 'assistant', content: final, toolCalls: calls }
+      messages = [...messages, said]
+      if (calls.length === 0) return { messages, final, stopped: 'finished', turns, checkpoints, rewinds }
+
+      for (const call of calls) {
+        if (call.name === BACKTRACK_COMMIT && this.commits < budget) {
+          let done
+          try {
+            done = await backtrackCommit(client, run, call.arguments, { target: this.o.restartFromBeginning === true ? first : undefined })
+          } catch (err) {
+            if (!(err instanceof ToolArgumentError)) throw err
+            messages = this.answer(messages, call, { result: { error: err.message, field: err.field }, exitStatus: 1 })
+            continue
+          }
+          // the turn stops here: the rest of this reply belongs to the abandoned branch
+          this.commits++
+          this.recorder.recordToolCall({ name: call.name, args: call.arguments, result: { restored: done.checkpoint }, exitStatus: 0 })
+          this.o.log?.append({ type: 'rewind', from: done.from, to: done.checkpoint, reason: done.record.reason, memory: done.record, memoryCount: done.memoryCount, restart: this.o.restartFromBeginning === true })
+          this.o.log?.fork(done.checkpoint)
+          const stored = storedMessages(await client.context({ id: done.checkpoint }), done.checkpoint)
+          messages = injectMemory(stored, await getMemory(client, run))
+          this.recorder.resetTo(done.checkpoint)
+          const e: RewindEvent = { requested: call.arguments.checkpoint_id as CheckpointId, checkpoint: done.checkpoint, from: done.from, reason: done.record.reason, memoryCount: done.memoryCount, messages, restart: this.o.restartFromBeginning === true }
+          rewinds.push(e)
+          await this.o.onRewind?.(e)
+          break
+        }
+        messages = this.answer(messages, call, await this.execute(call, budget))
+      }
+    }
+    return { messages, final, stopped: 'max_turns', turns, checkpoints, rewinds }
+  }
+
+  /** Run one non-committing call: a backtrack_candidates, a refused commit, or the agent's own tool. */
+  private async execute (call: ToolCall, budget: number): Promise<{ result: unknown; exitStatus: number }> {
+    try {
+      if (call.name === BACKTRACK_CANDIDATES) return { result: await backtrackCandidates(this.o.client, call.arguments), exitStatus: 0 }
+      if (call.name === BACKTRACK_COMMIT) return { result: { error: `rewind budget exhausted: ${this.commits} of ${budget} rewinds used; continue from here` }, exitStatus: 1 }
+      return await this.o.executeTool(call)
+    } catch (err) {
+      if (err instanceof ToolArgumentError) return { result: { error: err.message, field: err.field }, exitStatus: 1 }
+      if (call.name === BACKTRACK_CANDIDATES) throw err
+      return { result: { error: (err as Error).message ?? String(err) }, exitStatus: 1 }
+    }
+  }
+
+  /** Record the outcome and append the tool message. */
+  private answer (messages: ChatMessage[], call: ToolCall, out: ToolOutcome): ChatMessage[] {
+    this.recorder.recordToolCall({ name: call.name, args: call.arguments, result: out.result, exitStatus: out.exitStatus })
+    const content = typeof out.result === 'string' ? out.result : JSON.stringify(out.result ?? null)
+    return [...messages, { role: 'tool', toolCallId: call.id, name: call.name, content }]
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * The two backtrack tools, as JSON-schema function definitions in the
+ * shapes the tool-calling APIs accept, and what they do:
+ *
+ * - backtrack_candidates(reason) → up to 80 earlier checkpoints of the
+ *   current lineage, newest first: {id, step, label, time (ms since the
+ *   epoch), branch, eta (one-line summary of the segment that ended there)}.
+ * - backtrack_commit(checkpoint_id, memory, reason) → adds the memory note
+ *   to the run's rewind memory, then restores that checkpoint. The runner
+ *   (runner.ts) then rebuilds the context from the checkpoint.
+ *
+ * OpenAI-style: {type: 'function', function: {name, description, parameters}}.
+ * Anthropic-style: {name, description, input_schema}.
+ */
+import type { CandidateInfo, CheckpointId, RestoreInfo } from '../proto/messages.js'
+import type { RewindClient } from './client.js'
+import type { ToolSpec } from './chat.js'
+import { addMemory, MEMORY_NOTE_SCHEMA, validateMemoryNote, type MemoryNote, type MemoryRecord } from './memory.js'
+import { summarizeSegment } from './segment.js'
+
+export const BACKTRACK_CANDIDATES = 'backtrack_candidates'
+export const BACKTRACK_COMMIT = 'backtrack_commit'
+/** Most candidates listed (the daemon's bound too). */
+export const MAX_CANDIDATES = 80
+/** Longest `reason`, UTF-16 code units. */
+export const REASON_MAX = 2000
+
+/** OpenAI-style tool definition (chat completions `tools[]`). */
+export interface OpenAiTool { type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }
+/** Anthropic-style tool definition (messages API `tools[]`). */
+export interface AnthropicTool { name: string; description: string; input_schema: Record<string, unknown> }
+
+export function toOpenAiTool (t: ToolSpec): OpenAiTool {
+  return { type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }
+}
+
+export function toAnthropicTool (t: ToolSpec): AnthropicTool {
+  return { name: t.name, description: t.description, input_schema: t.parameters }
+}
+
+export const backtrackCandidatesSpec: ToolSpec = {
+  name: BACKTRACK_CANDIDATES,
+  description: `List up to ${MAX_CANDIDATES} earlier checkpoints you can go back to, newest first. Each checkpoint is a decision boundary where both the workspace and your context were saved: id, step (0 = the oldest), label, time (ms since the Unix epoch), branch, and eta: a summary of the segment that ended there (tool calls with exit status, files created ~modified and deleted with byte counts). Call it when the work has gone wrong in a way that is cheaper to undo than to repair.`,
+  parameters: {
+    type: 'object',
+    properties: { reason: { type: 'string', maxLength: REASON_MAX, description: 'Why you are considering a rewind.' } },
+    required: ['reason'],
+    additionalProperties: false,
+  },
+}
+
+export const backtrackCommitSpec: ToolSpec = {
+  name: BACKTRACK_COMMIT,
+  description: 'Go back to checkpoint checkpoint_id (from backtrack_candidates): the workspace is restored exactly and your context is restored to what it was there, with the accumulated rewind memory added. Everything after that checkpoint is abandoned and will not be re-executed. The memory note is all that carries over: what was tried, why it was abandoned, what to do instead, lasting facts, milestones reached; never the current state.',
+  parameters: {
+    type: 'object',
+    properties: {
+      checkpoint_id: { type: 'integer', minimum: 1, description: 'id of a checkpoint listed by backtrack_candidates' },
+      memory: MEMORY_NOTE_SCHEMA,
+      reason: { type: 'string', maxLength: REASON_MAX, description: 'Why this checkpoint.' },
+    },
+    required: ['checkpoint_id', 'memory', 'reason'],
+    additionalProperties: false,
+  },
+}
+
+/** Both tools, provider-neutral. */
+export const backtrackTools: readonly ToolSpec[] = [backtrackCandidatesSpec, backtrackCommitSpec]
+/** Both tools, OpenAI-style. */
+export const backtrackToolsOpenAi: readonly OpenAiTool[] = backtrackTools.map(toOpenAiTool)
+/** Both tools, Anthropic-style. */
+export const backtrackToolsAnthropic: readonly AnthropicTool[] = backtrackTools.map(toAnthropicTool)
+
+/** True when `name` is one of the two backtrack tools. */
+export function isBacktrackTool (name: string): boolean {
+  return name === BACKTRACK_CANDIDATES || name === BACKTRACK_COMMIT
+}
+
+/** Tool arguments that do not fit the schema; `field` names the argument. */
+export class ToolArgumentError extends Error {
+  readonly field: string
+  constructor (field: string, message: string) {
+    super(message)
+    this.name = 'ToolArgumentError'
+    this.field = field
+  }
+}
+
+/** Validated arguments of backtrack_commit. */
+export interface CommitArgs { checkpoint_id: CheckpointId; memory: MemoryNote; reason: string }
+
+function checkReason (v: unknown): string {
+  if (typeof v !== 'string') throw new ToolArgumentError('reason', 'reason must be a string')
+  if (v.length > REASON_MAX) throw new ToolArgumentError('reason', `reason is longer than ${REASON_MAX} characters`)
+  return v
+}
+
+function onlyFields (o: Record<string, unknown>, fields: readonly string[]): void {
+  for (const k of Object.keys(o)) if (!fields.includes(k)) throw new ToolArgumentError(k, `unknown argument ${k}; the arguments are ${fields.join(', ')}`)
+}
+
+/** Validate backtrack_candidates arguments; resolves to the reason. */
+export function parseCandidatesArgs (args: Record<string, unknown>): { reason: string } {
+  onlyFields(args, ['reason'])
+  return { reason: checkReason(args.reason) }
+}
+
+/** Validate backtrack_commit arguments (memory with validateMemoryNote; its errors become ToolArgumentError on `memory.<field>`). */
+export function parseCommitArgs (args: Record<string, unknown>): CommitArgs {
+  onlyFields(args, ['checkpoint_id', 'memory', 'reason'])
+  const id = args.checkpoint_id
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) throw new ToolArgumentError('checkpoint_id', 'checkpoint_id must be an integer ≥ 1')
+  let memory: MemoryNote
+  try { memory = validateMemoryNote(args.memory) } catch (err) {
+    const field = (err as { field?: string }).field
+    throw new ToolArgumentError(field === undefined || field === 'memory' ? 'memory' : `memory.${field}`, (err as Error).message)
+  }
+  return { checkpoint_id: id, memory, reason: checkReason(args.reason) }
+}
+
+/** One candidate as backtrack_candidates answers it. */
+export interface CandidateView { id: CheckpointId; step: number; label: string | null; time: number; branch: string; eta: string }
+
+/** The candidate as the tool shows it: the segment metadata summarised to one line. */
+export function candidateView (c: CandidateInfo): CandidateView {
+  return { id: c.id, step: c.step, label: c.label, time: c.time, branch: c.branch, eta: summarizeSegment(c.meta) }
+}
+
+/** Run backtrack_candidates: up to `limit` (≤ 80) checkpoints of the current lineage, newest first. */
+export async function backtrackCandidates (client: Pick<RewindClient, 'candidates'>, args: Record<string, unknown>, limit = MAX_CANDIDATES): Promise<{ candidates: CandidateView[] }> {
+  parseCandidatesArgs(args)
+  const list = await client.candidates({ limit: Math.min(Math.max(1, limit), MAX_CANDIDATES) })
+  return { candidates: list.map(candidateView) }
+}
+
+/** What a committed backtrack did. */
+export interface Committed {
+  /** the checkpoint restored */
+  checkpoint: CheckpointId
+  /** head checkpoint before the restore (the branch abandoned), or null */
+  from: CheckpointId | null
+  restore: RestoreInfo
+  /** the memory entry added */
+  record: MemoryRecord
+  /** entries the run's memory holds now */
+  memoryCount: number
+}
+
+/**
+ * Run backtrack_commit for `run`: validate, check that the checkpoint is one
+ * of the candidates (the current lineage, newest 80), add the memory entry
+ * (durable first, so a crash after it keeps what was learned), restore.
+ * `target` overrides the checkpoint restored (restart from the beginning);
+ * the memory records the one actually restored. Throws ToolArgumentError
+ * for arguments the agent can fix; RewindError from the daemon otherwise.
+ */
+export async function backtrackCommit (
+  client: Pick<RewindClient, 'candidates' | 'status' | 'memoryAdd' | 'restore'>,
+  run: string,
+  args: Record<string, unknown>,
+  opts: { target?: CheckpointId } = {},
+): Promise<Committed> {
+  const a = parseCommitArgs(args)
+  const list = await client.candidates({ limit: MAX_CANDIDATES })
+  if (!list.some(c => c.id === a.checkpoint_id)) throw new ToolArgumentError('checkpoint_id', `checkpoint ${a.checkpoint_id} is not among the candidates (call ${BACKTRACK_CANDIDATES})`)
+  const to = opts.target ?? a.checkpoint_id
+  const from = (await client.status()).head
+  const record: MemoryRecord = { kind: 'rewindfs.memory/1', ...a.memory, reason: a.reason, from, to, time: Date.now() }
+  const memoryCount = (await addMemory(client, run, record))
+  const restore = await client.restore({ id: to })
+  return { checkpoint: to, from, restore, record, memoryCount }
+}
