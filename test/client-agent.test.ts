@@ -3,11 +3,15 @@
  * recorder's segment metadata eta_t, the backtrack tool schemas and memory
  * validation, rewind memory across three rewinds, the runner's rewind and
  * restart semantics with a scripted model (the kept prefix is not
- * re-executed; files and context match the checkpoint), the run log files.
+ * re-executed; files and context match the checkpoint), the run log files,
+ * the worked example's three-way table.
  */
 import t from 'tap'
 import fs from 'node:fs'
 import path from 'node:path'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import { fileURLToPath } from 'node:url'
 import { mountWorkspace, type Mounted } from './helpers/mount.js'
 import { scriptedModel, use, type Script } from './helpers/scripted-model.js'
 import { SessionRecorder } from '../client/recorder.js'
@@ -22,6 +26,7 @@ import { RunLog, readRunLog, runLogFileName } from '../client/runlog.js'
 import type { ChatMessage, ToolSpec } from '../client/chat.js'
 import type { CandidateView } from '../client/tools.js'
 
+const exec = promisify(execFile)
 const NOTE: MemoryNote = { tried: 'x', why_abandoned: 'y', instead: 'z', facts: ['f'], milestones: ['m'] }
 
 /** The agent's own tools for the scripted runs, executed in the mount, each execution counted by name:path. */
@@ -314,4 +319,17 @@ t.test('runner: restartFromBeginning rewinds to the first checkpoint; rewindBudg
   t.equal(r.final, 'done')
   t.same(Object.fromEntries(w.count), { 'write_file:a.txt': 2, 'write_file:b.txt': 2 }, 'a restart re-runs from the beginning (by design)')
   t.same(['a.txt', 'b.txt'].map(p => read(m, p)), ['A1', 'B'], 'the over-budget commit changed nothing')
+})
+
+t.test('worked example (examples/worked-example.ts): continue / restart / rewind table', async t => {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+  await exec(path.join(root, 'node_modules/.bin/tsc'), ['-p', 'examples/tsconfig.json'], { cwd: root })
+  const r = await exec(process.execPath, ['dist/examples/worked-example.js'], { cwd: root, timeout: 60000 }).catch((e: { code: number; stdout: string; stderr: string }) => e)
+  const out = (r as { stdout: string }).stdout
+  t.equal((r as { code?: number }).code ?? 0, 0, 'exits 0')
+  const row = (way: string): string[] => (out.split('\n').find(l => l.startsWith(`| ${way} `)) ?? '').split('|').map(c => c.trim()).filter(c => c !== '')
+  t.same(row('continue').slice(-5), ['yes', 'no', 'no', 'no', '1/4'], 'continue: the damage stays')
+  t.same(row('restart').slice(-5), ['yes', 'yes', 'no', 'no', '2/4'], 'restart: the budget runs out redoing the prefix')
+  t.same(row('rewind').slice(-5), ['yes', 'yes', 'yes', 'yes', '4/4'], 'rewind: every criterion')
+  t.match(out, /PASS: only the rewind satisfies every criterion/)
 })
