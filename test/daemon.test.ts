@@ -72,6 +72,21 @@ t.test('protocol: unauthenticated, malformed and unknown-checkpoint requests cha
   ws.close()
 })
 
+t.test('no request path reaches outside the workspace, not even through a symlink', async t => {
+  const m = await mountWorkspace(t, dir => { populate(dir); fs.symlinkSync('/etc', path.join(dir, 'etc-link')); fs.symlinkSync('/etc/passwd', path.join(dir, 'passwd-link')) })
+  const cp = await m.client.mark({})
+  for (const id of [undefined, cp.id]) {
+    const at = id === undefined ? 'live' : `checkpoint ${id}`
+    t.equal(await m.client.stat({ id, path: 'etc-link/passwd' }), null, `${at}: a path through a symlink to /etc is not found`)
+    await t.rejects(m.client.read({ id, path: 'etc-link/passwd' }), { code: 'E_NOT_FOUND' }, `${at}: read through it refused`)
+    await t.rejects(m.client.read({ id, path: 'passwd-link' }), { code: 'E_BAD_REQUEST' }, `${at}: reading a symlink does not follow it`)
+    await t.rejects(m.client.readdir({ id, path: 'etc-link' }), { code: 'E_BAD_REQUEST' }, `${at}: listing a symlink does not follow it`)
+    const st = await m.client.stat({ id, path: 'passwd-link' })
+    t.equal(st?.type, 'symlink', `${at}: stat describes the link itself`)
+    t.equal(st?.target, '/etc/passwd')
+  }
+})
+
 t.test('mark carries a context; stat and read at a checkpoint', async t => {
   const m = await mountWorkspace(t, populate)
   const ctx = { messages: [{ role: 'user', content: 'fix the bug' }], step: 3 }
