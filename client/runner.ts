@@ -142,7 +142,14 @@ export class Runner {
         if (call.name === BACKTRACK_COMMIT && this.commits < budget) {
           let done
           try {
-            done = await backtrackCommit(client, run, call.arguments, { target: this.o.restartFromBeginning === true ? first : undefined })
+            done = await backtrackCommit(client, run, call.arguments, {
+              target: this.o.restartFromBeginning === true ? first : undefined,
+              verify: async (id) => {
+                try { storedMessages(await client.context({ id }), id) } catch {
+                  throw new ToolArgumentError('checkpoint_id', `checkpoint ${id} was not marked by this run's runner (it carries no stored context to continue from); choose a checkpoint labelled "before model call N"`)
+                }
+              }
+            })
           } catch (err) {
             if (!(err instanceof ToolArgumentError)) throw err
             messages = this.answer(messages, call, { result: { error: err.message, field: err.field }, exitStatus: 1 })

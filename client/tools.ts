@@ -158,12 +158,14 @@ export async function backtrackCommit (
   client: Pick<RewindClient, 'candidates' | 'status' | 'memoryAdd' | 'restore'>,
   run: string,
   args: Record<string, unknown>,
-  opts: { target?: CheckpointId } = {},
+  opts: { target?: CheckpointId, verify?: (id: CheckpointId) => Promise<void> } = {},
 ): Promise<Committed> {
   const a = parseCommitArgs(args)
   const list = await client.candidates({ limit: MAX_CANDIDATES })
   if (!list.some(c => c.id === a.checkpoint_id)) throw new ToolArgumentError('checkpoint_id', `checkpoint ${a.checkpoint_id} is not among the candidates (call ${BACKTRACK_CANDIDATES})`)
   const to = opts.target ?? a.checkpoint_id
+  // refuse before anything changes (memory, workspace) when the caller cannot continue from `to`
+  if (opts.verify) await opts.verify(to)
   const from = (await client.status()).head
   const record: MemoryRecord = { kind: 'rewindfs.memory/1', ...a.memory, reason: a.reason, from, to, time: Date.now() }
   const memoryCount = (await addMemory(client, run, record))

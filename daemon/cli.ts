@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { Command, Option } from 'commander'
 import { RewindClient, RewindError, ConnectionError, TimeoutError } from '../client/client.js'
 import { defaultStore, findWorkspace, register, registered } from './paths.js'
-import { mountState } from './mounts.js'
+import { mountState, fuseMounts } from './mounts.js'
 import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from './daemon.js'
 import type { CheckpointInfo } from './api.js'
 
@@ -114,9 +114,12 @@ export function program (): Command {
         // a dead mount left by a killed daemon: the daemon clears it and resumes
       }
       checkFuseAvailable()
+      const outer = fuseMounts(true).find(mp => abs.startsWith(mp + '/'))
+      if (outer) throw new CliError(`${abs} is inside the rewindfs workspace ${outer}: nested workspaces are not supported (a restore of the outer one would drop the inner mount); mount a directory outside it`)
       const st = mountState(abs)
       if (st === 'mounted') throw new CliError(`${abs} is already mounted (mount point busy): rewindfs unmount -w ${abs} first`)
       const store = path.resolve(o.store ?? registered(abs) ?? defaultStore(abs))
+      if (store === abs || store.startsWith(abs + '/')) throw new CliError(`the store ${store} would be inside the workspace ${abs}: give --store a directory outside it (or set REWINDFS_HOME)`)
       register(abs, store)
       if (o.foreground) {
         const d = await startDaemon({ dir: abs, store, port: o.port })
@@ -285,7 +288,9 @@ export function program (): Command {
     .action(async (o: { workspace?: string, json?: boolean }) => {
       const s = await withClient(o, async c => await c.status())
       if (o.json) { console.log(JSON.stringify(s)); return }
-      console.log(`workspace  ${s.workspace}\nstore      ${s.store}\nbranch     ${s.branch}\nhead       ${s.head === null ? '(none)' : '#' + s.head}\ninodes     ${s.inodes}\nunsaved    ${s.dirtyInodes} inodes, ${s.dirtyBytes} bytes written since the last checkpoint\ndaemon     pid ${s.pid}, protocol ${s.protocol}`)
+      // unsaved paths by the same measure as `diff HEAD` (record counts include directories listed for the first time)
+      const changed = s.head === null ? null : (await withClient(o, async c => await c.diff({ a: s.head! }))).filter(e => e.path !== '/').length
+      console.log(`workspace  ${s.workspace}\nstore      ${s.store}\nbranch     ${s.branch}\nhead       ${s.head === null ? '(none)' : '#' + s.head}\ninodes     ${s.inodes}\nunsaved    ${changed === null ? '-' : `${changed} paths changed`} since the head (${s.dirtyBytes} bytes written)\ndaemon     pid ${s.pid}, protocol ${s.protocol}`)
     })
   return p
 }

@@ -11,8 +11,8 @@ function unescape (s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)))
 }
 
-/** Mount points of FUSE filesystems, absolute. */
-export function fuseMounts (): string[] {
+/** Mount points of FUSE filesystems, absolute; only rewindfs's own (fsname "rewindfs") with `ours`. */
+export function fuseMounts (ours = false): string[] {
   let text = ''
   try { text = fs.readFileSync('/proc/self/mountinfo', 'utf8') } catch { return [] }
   const out: string[] = []
@@ -20,8 +20,8 @@ export function fuseMounts (): string[] {
     const [left, right] = line.split(' - ')
     if (!left || !right) continue
     const mnt = unescape(left.split(' ')[4] ?? '')
-    const fstype = right.split(' ')[0] ?? ''
-    if (fstype === 'fuse' || fstype.startsWith('fuse.')) out.push(mnt)
+    const [fstype = '', source = ''] = right.split(' ')
+    if ((fstype === 'fuse' || fstype.startsWith('fuse.')) && (!ours || unescape(source) === 'rewindfs')) out.push(mnt)
   }
   return out
 }

@@ -321,6 +321,24 @@ t.test('runner: restartFromBeginning rewinds to the first checkpoint; rewindBudg
   t.same(['a.txt', 'b.txt'].map(p => read(m, p)), ['A1', 'B'], 'the over-budget commit changed nothing')
 })
 
+t.test('runner: a commit to a checkpoint the runner did not mark is refused as a tool error and changes nothing', async t => {
+  const m = await mountWorkspace(t)
+  const w = workspaceTools(m)
+  const script: Script = s => {
+    if (s.turn === 0) return { toolCalls: [use('write_file', { path: 'a.txt', content: 'A' }), use(BACKTRACK_CANDIDATES, { reason: 'look' })] }
+    if (s.turn === 1) return { toolCalls: [use(BACKTRACK_COMMIT, { checkpoint_id: atStep(s.lastResult, 0), memory: NOTE, reason: 'to the mount checkpoint' })] }
+    return { content: 'done' }
+  }
+  const sm = scriptedModel(script)
+  const r = await new Runner({ client: m.client, model: sm.model, executeTool: w.execute, run: 'foreign', tools: w.tools }).run([{ role: 'user', content: 'task' }])
+  t.equal(r.stopped, 'finished', 'the run goes on')
+  t.equal(r.rewinds.length, 0, 'no rewind happened')
+  const last = sm.seen[sm.seen.length - 1].lastResult as { error?: string }
+  t.match(last?.error ?? '', /not marked by this run's runner/, 'the model is told why')
+  t.equal(read(m, 'a.txt'), 'A', 'the workspace was not restored')
+  t.same((await m.client.memoryGet({ run: 'foreign' })).entries, [], 'no memory entry was stored')
+})
+
 t.test('worked example (examples/worked-example.ts): continue / restart / rewind table', async t => {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
   const r = await exec(process.execPath, ['dist/examples/worked-example.js'], { cwd: root, timeout: 60000 }).catch((e: { code: number; stdout: string; stderr: string }) => e)
