@@ -11,6 +11,7 @@ import path from 'node:path'
 import { spawn, execFileSync, spawnSync, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { RewindClient } from '../client/client.js'
+import { mountWorkspace } from '../test/helpers/mount.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 /** dist/daemon/cli.js */
@@ -79,48 +80,13 @@ export interface RewindMount {
 
 /**
  * Mounts a rewindfs workspace on a fresh directory populated by `populate`
- * (on the plain directory, before mounting). Registers its teardown on `cleanup`.
+ * (on the plain directory, before mounting), with the tests' mount builder
+ * (test/helpers/mount.ts); its teardown is registered on `cleanup`.
  */
 export async function mountRewind (cleanup: Cleanup, tag: string, populate?: (dir: string) => void | Promise<void>): Promise<RewindMount> {
-  const root = tempRoot(tag)
-  const dir = path.join(root, 'ws')
-  const store = path.join(root, 'store')
-  const home = path.join(root, 'home')
-  fs.mkdirSync(dir); fs.mkdirSync(home); fs.mkdirSync(store)
-  const m: RewindMount = { root, dir, store, home, client: null as unknown as RewindClient, daemon: null as unknown as ChildProcess, close: async () => {} }
-  const teardown = async (): Promise<void> => {
-    await m.client?.close().catch(() => {})
-    if (m.daemon && alive(m.daemon)) {
-      try {
-        const c = await RewindClient.connect({ storeDir: store, timeoutMs: 10000 })
-        await c.unmount({ discard: true }).catch(() => {})
-        await c.close().catch(() => {})
-      } catch {}
-      const deadline = Date.now() + 15000
-      while (Date.now() < deadline && alive(m.daemon)) await sleep(25)
-      if (alive(m.daemon)) m.daemon.kill('SIGKILL')
-    }
-    forceUnmount(dir)
-    fs.rmSync(root, { recursive: true, force: true })
-  }
-  m.close = cleanup.push(`rewindfs mount ${dir}`, teardown)
-  if (populate) await populate(dir)
-  const log = fs.openSync(path.join(home, 'daemon.log'), 'a')
-  const child = spawn(process.execPath, [CLI, 'daemon', dir, '--store', store], {
-    stdio: ['ignore', log, log], env: { ...process.env, REWINDFS_HOME: home }
-  })
-  fs.closeSync(log)
-  m.daemon = child
-  const deadline = Date.now() + 120000
-  for (;;) {
-    try { if (JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')).pid === child.pid) break } catch {}
-    if (!alive(child) || Date.now() > deadline) {
-      throw new Error(`rewindfs daemon did not start: ${fs.readFileSync(path.join(home, 'daemon.log'), 'utf8').slice(-2000)}`)
-    }
-    await sleep(25)
-  }
-  m.client = await RewindClient.connect({ storeDir: store, timeoutMs: 300000 })
-  return m
+  let close: () => Promise<void> = async () => {}
+  const m = await mountWorkspace({ teardown: fn => { close = cleanup.push(`rewindfs mount (${tag})`, fn) } }, populate)
+  return Object.assign(m, { close: async () => await close() })
 }
 
 /** High-resolution wall clock in ms. */
