@@ -18,8 +18,17 @@ files=("$@")
   awk -v d="$run_tmp/" '{for (i = 7; i <= NF; i++) if ($i == "-") break} $(i+1) ~ /^fuse/ && index($5, d) == 1 {split($3, a, ":"); print a[2]}' /proc/self/mountinfo |
     while read -r minor; do echo 1 > "/sys/fs/fuse/connections/$minor/abort"; done ) </dev/null >/dev/null 2>&1 &
 watchdog=$!
-timeout --kill-after=20 "$limit" node_modules/.bin/tap --jobs=1 --timeout=300 --disable-coverage --allow-empty-coverage "${files[@]}"
-rc=$?
+timeout --kill-after=20 "$limit" node_modules/.bin/tap --jobs=1 --timeout=300 --disable-coverage --allow-empty-coverage "${files[@]}" | tee "$run_tmp/tap.out"
+rc=${PIPESTATUS[0]}
+# the plain closing line CI reads: "N passed, N failed" from tap's own summary
+summary=$(grep -E '^# \{ total: [0-9]+' "$run_tmp/tap.out" | tail -1)
+if [ -n "$summary" ]; then
+  total=$(sed -E 's/.*total: ([0-9]+).*/\1/' <<<"$summary")
+  pass=$(sed -nE 's/.*pass: ([0-9]+).*/\1/p' <<<"$summary"); pass=${pass:-0}
+  todo=$(sed -nE 's/.*todo: ([0-9]+).*/\1/p' <<<"$summary"); todo=${todo:-0}
+  skip=$(sed -nE 's/.*skip: ([0-9]+).*/\1/p' <<<"$summary"); skip=${skip:-0}
+  echo "tests: $pass passed, $((total - pass - todo - skip)) failed, $((todo + skip)) skipped"
+fi
 pkill -P "$watchdog" 2>/dev/null; kill "$watchdog" 2>/dev/null
 [ $rc -eq 124 ] && echo "test.sh: the suite exceeded ${limit} s and was stopped" >&2
 # leftovers: a passing suite leaves none; report and clear them
