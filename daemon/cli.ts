@@ -14,6 +14,7 @@ import { defaultStore, findWorkspace, register, registered } from './paths.js'
 import { mountState, fuseMounts } from './mounts.js'
 import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from './daemon.js'
 import type { CheckpointInfo } from './api.js'
+import { verifyStore, VerifyError } from './verify.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -291,6 +292,33 @@ export function program (): Command {
       // unsaved paths by the same measure as `diff HEAD` (record counts include directories listed for the first time)
       const changed = s.head === null ? null : (await withClient(o, async c => await c.diff({ a: s.head! }))).filter(e => e.path !== '/').length
       console.log(`workspace  ${s.workspace}\nstore      ${s.store}\nbranch     ${s.branch}\nhead       ${s.head === null ? '(none)' : '#' + s.head}\ninodes     ${s.inodes}\nunsaved    ${changed === null ? '-' : `${changed} paths changed`} since the head (${s.dirtyBytes} bytes written)\ndaemon     pid ${s.pid}, protocol ${s.protocol}`)
+    })
+  p.command('verify').addOption(ws)
+    .description('Check the store of a stopped workspace: every checkpoint\'s records, references and blocks (re-hashed). Exit 0 when clean, 1 when problems were found.')
+    .option('--store <dir>', 'verify this store directory (default: the workspace\'s)')
+    .option('--json', 'print the report as JSON')
+    .addHelpText('after', '\nThe daemon must not be running (verify reads the store alone): unmount first.\n\nExample:\n  rewindfs unmount -w ~/project && rewindfs verify -w ~/project')
+    .action(async (o: { workspace?: string, store?: string, json?: boolean }) => {
+      const loc = o.store !== undefined ? null : locate(o)
+      const store = loc ? loc.store : path.resolve(o.store!)
+      const unmount = loc ? `rewindfs unmount -w ${loc.workspace}` : 'rewindfs unmount -w DIR'
+      let info: { pid?: number } | null = null
+      try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch {}
+      if (info && typeof info.pid === 'number' && alive(info.pid)) {
+        throw new CliError(`the daemon for this workspace is running; verify asks it or stop it first (daemon pid ${info.pid}): ${unmount}, then rewindfs verify`)
+      }
+      let r
+      try { r = await verifyStore(store) } catch (e) {
+        if (e instanceof VerifyError) throw new CliError(e.message)
+        throw e
+      }
+      if (o.json) console.log(JSON.stringify(r))
+      else {
+        for (const pr of r.problems) console.log(`${pr.code}: ${pr.message}`)
+        const c = r.counts
+        console.log(`${r.ok ? 'clean' : `${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}`}: ${c.checkpoints} checkpoints, ${c.tables} inode tables, ${c.records} records, ${c.frozen} frozen lower paths, ${c.blocks} blocks (${c.bytes} bytes) checked in ${r.store}`)
+      }
+      if (!r.ok) process.exitCode = 1
     })
   return p
 }
