@@ -548,39 +548,34 @@ class Fuse extends Nanoresource {
     })
   }
 
+  // rewindfs: honour the caller's buffer size. Upstream copied a value or list
+  // longer than the buffer (the kernel turned that into EIO) and never
+  // answered a size probe for getxattr. A zero-length buffer is a size probe;
+  // a buffer too small gets ERANGE, as getxattr(2) and listxattr(2) say.
   _op_getxattr (signal, path, name, valueBuf, position) {
     this.ops.getxattr(path, name, position, (err, value) => {
-      if (!err) {
-        if (!value) return signal(IS_OSX ? -93 : -61, valueBuf.buffer)
-        value.copy(valueBuf)
-        return signal(value.length, valueBuf.buffer)
-      }
-      return signal(err, valueBuf.buffer)
+      if (err) return signal(err, valueBuf.buffer)
+      if (!value) return signal(IS_OSX ? -93 : -61, valueBuf.buffer)
+      if (valueBuf.length === 0) return signal(value.length, valueBuf.buffer)
+      if (value.length > valueBuf.length) return signal(-34, valueBuf.buffer)
+      value.copy(valueBuf)
+      return signal(value.length, valueBuf.buffer)
     })
   }
 
   _op_listxattr (signal, path, listBuf) {
     this.ops.listxattr(path, (err, list) => {
-      if (list && !err) {
-        if (!listBuf.length) {
-          let size = 0
-          for (const name of list) size += Buffer.byteLength(name) + 1
-          size += 128 // fuse yells if we do not signal room for some mac stuff also
-          return signal(size, listBuf.buffer)
-        }
-
-        let ptr = 0
-        for (const name of list) {
-          listBuf.write(name, ptr)
-          ptr += Buffer.byteLength(name)
-          listBuf[ptr++] = 0
-        }
-
-        return signal(ptr, listBuf.buffer)
-      }
-      return signal(err, listBuf.buffer)
+      if (err || !list) return signal(err || 0, listBuf.buffer)
+      let size = 0
+      for (const name of list) size += Buffer.byteLength(name) + 1
+      if (listBuf.length === 0) return signal(size, listBuf.buffer)
+      if (size > listBuf.length) return signal(-34, listBuf.buffer)
+      let ptr = 0
+      for (const name of list) { ptr += listBuf.write(name, ptr); listBuf[ptr++] = 0 }
+      return signal(ptr, listBuf.buffer)
     })
   }
+
 
   _op_removexattr (signal, path, name) {
     this.ops.removexattr(path, name, err => {
