@@ -495,11 +495,17 @@ export class Workspace {
   }
 
   getxattr (path: string, name: string): Uint8Array {
+    const v = this.xattr(path, name)
+    if (v === undefined) fail(ENODATA, `${path}: no xattr ${name}`)
+    return v
+  }
+
+  /** Value of xattr `name`, or undefined when the inode has none by that name (no exception on a miss). */
+  xattr (path: string, name: string): Uint8Array | undefined {
     const r = this.must(this.resolve(path))
     checkXattrName(path, name)
-    const v = r.xattrs?.[name]
-    if (!v || !Object.prototype.hasOwnProperty.call(r.xattrs, name)) fail(ENODATA, `${path}: no xattr ${name}`)
-    return v
+    if (!r.xattrs || !Object.prototype.hasOwnProperty.call(r.xattrs, name)) return undefined
+    return r.xattrs[name]
   }
 
   listxattr (path: string): string[] {

@@ -39,45 +39,6 @@ function toFuseStat (s: Stat): FuseStat {
 /** Longest wait for the kernel to drop hard-link siblings' attributes before a request is answered, ms. */
 const SIBLING_WAIT_MS = 50
 
-/**
- * fuse-native 2.2.6 (fuse/native/index.cjs _op_getxattr/_op_listxattr)
- * ignores the caller's buffer size: a value or list longer than the buffer
- * is cut and its full length returned, which the kernel turns into EIO
- * (python's os.getxattr probes with 128 bytes first, so every value over
- * 128 bytes failed). Linux wants ERANGE then, and the exact size for a size
- * probe (size 0). The binding dispatches to `this._op_<name>` at call time,
- * so the instance methods are replaced here (the proper fix belongs in
- * fuse/native/index.cjs; this keeps the vendored binding untouched).
- */
-function honourXattrBufferSize (fuse: FuseInstance): void {
-  const f = fuse as any
-  if (typeof f._op_getxattr !== 'function' || typeof f._op_listxattr !== 'function') return
-  const ERANGE = -34
-  const ENODATA = -61
-  f._op_getxattr = function (signal: (n: number, b: unknown) => void, path: string, name: string, valueBuf: Buffer, position: number) {
-    this.ops.getxattr(path, name, position, (err: number, value?: Buffer | null) => {
-      if (err) return signal(err, valueBuf.buffer)
-      if (!value) return signal(ENODATA, valueBuf.buffer)
-      if (valueBuf.length === 0) return signal(value.length, valueBuf.buffer) // size probe
-      if (value.length > valueBuf.length) return signal(ERANGE, valueBuf.buffer)
-      value.copy(valueBuf)
-      return signal(value.length, valueBuf.buffer)
-    })
-  }
-  f._op_listxattr = function (signal: (n: number, b: unknown) => void, path: string, listBuf: Buffer) {
-    this.ops.listxattr(path, (err: number, list?: string[]) => {
-      if (err || !list) return signal(err || 0, listBuf.buffer)
-      let size = 0
-      for (const n of list) size += Buffer.byteLength(n) + 1
-      if (listBuf.length === 0) return signal(size, listBuf.buffer) // size probe
-      if (size > listBuf.length) return signal(ERANGE, listBuf.buffer)
-      let ptr = 0
-      for (const n of list) { ptr += listBuf.write(n, ptr); listBuf[ptr++] = 0 }
-      return signal(ptr, listBuf.buffer)
-    })
-  }
-}
-
 /** A mounted workspace. */
 export class FuseMount {
   readonly fuse: FuseInstance
@@ -96,7 +57,6 @@ export class FuseMount {
       timeout: { default: 30000, fsync: false, release: false },
       extraOptions: MOUNT_OPTIONS
     })
-    honourXattrBufferSize(this.fuse)
   }
 
   /** Mounts; rejects with the binding's error (mount point busy, no /dev/fuse, ...). */
@@ -197,13 +157,6 @@ export class FuseMount {
       try { self.counts.ops++; v = fn(...args.slice(0, -1)) } catch (e) { cb(self.errno(e, op, args[0])); return }
       cb(0, v)
     }
-    // byte-count op: cb(n) or cb(-errno)
-    const num = (op: string, fn: (...a: any[]) => number) => (...args: any[]) => {
-      const cb = args[args.length - 1] as (n: number) => void
-      let n: number
-      try { self.counts.ops++; n = fn(...args.slice(0, -1)) } catch (e) { n = self.errno(e, op, args[0]) }
-      cb(n)
-    }
     return {
       init: (cb) => cb(0),
       statfs: val('statfs', () => {
@@ -267,10 +220,20 @@ export class FuseMount {
         if (!this.o.durable) { cb(0); return }
         this.o.durable(ino).then(() => cb(0), (e) => cb(self.errno(e, 'fsyncdir', p)))
       },
-      read: num('read', (p: string | null, fh: number, buf: Buffer, len: number, pos: number) => ws.read(fh, buf, len, pos)),
-      write: num('write', (p: string | null, fh: number, buf: Buffer, len: number, pos: number) => ws.write(fh, buf, len, pos)),
+      // read and write are the hottest path: no argument copying, no wrapper
+      read: (p: string | null, fh: number, buf: Buffer, len: number, pos: number, cb: (n: number) => void) => {
+        let n: number
+        try { self.counts.ops++; n = ws.read(fh, buf, len, pos) } catch (e) { n = self.errno(e, 'read', p) }
+        cb(n)
+      },
+      write: (p: string | null, fh: number, buf: Buffer, len: number, pos: number, cb: (n: number) => void) => {
+        let n: number
+        try { self.counts.ops++; n = ws.write(fh, buf, len, pos) } catch (e) { n = self.errno(e, 'write', p) }
+        cb(n)
+      },
       setxattr: st('setxattr', (p: string, name: string, value: Buffer, position: number, flags: number) => ws.setxattr(p, name, value, flags)),
-      getxattr: val('getxattr', (p: string, name: string) => Buffer.from(ws.getxattr(p, name))) as any,
+      // the kernel asks for security.capability before every write: a miss answers ENODATA (null) without throwing
+      getxattr: val('getxattr', (p: string, name: string) => { const v = ws.xattr(p, name); return v === undefined ? null : Buffer.from(v) }) as any,
       listxattr: val('listxattr', (p: string) => ws.listxattr(p)) as any,
       removexattr: st('removexattr', (p: string, name: string) => ws.removexattr(p, name))
     }
