@@ -287,10 +287,12 @@ export function program (): Command {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  rewindfs status')
     .action(async (o: { workspace?: string, json?: boolean }) => {
-      const s = await withClient(o, async c => await c.status())
-      if (o.json) { console.log(JSON.stringify(s)); return }
       // unsaved paths by the same measure as `diff HEAD` (record counts include directories listed for the first time)
-      const changed = s.head === null ? null : (await withClient(o, async c => await c.diff({ a: s.head! }))).filter(e => e.path !== '/').length
+      const [s, changed] = await withClient(o, async c => {
+        const st = await c.status()
+        return [st, o.json || st.head === null ? null : (await c.diff({ a: st.head })).filter(e => e.path !== '/').length] as const
+      })
+      if (o.json) { console.log(JSON.stringify(s)); return }
       console.log(`workspace  ${s.workspace}\nstore      ${s.store}\nbranch     ${s.branch}\nhead       ${s.head === null ? '(none)' : '#' + s.head}\ninodes     ${s.inodes}\nunsaved    ${changed === null ? '-' : `${changed} paths changed`} since the head (${s.dirtyBytes} bytes written)\ndaemon     pid ${s.pid}, protocol ${s.protocol}`)
     })
   p.command('verify').addOption(ws)
