@@ -407,22 +407,44 @@ export class Generations implements TableSource {
 
   /**
    * Differences between two checkpoints (or a checkpoint and the live
-   * state), by path. Walks both trees from the root, skipping every subtree
-   * whose record is the same object in both (structural sharing), so the
-   * cost follows the changes; a directory listed on one side only (still
-   * lower on the other) is compared name by name.
+   * state), by path. The inode tables say which inodes differ (O(changed));
+   * the walk from the root then descends only into directories that hold a
+   * changed inode somewhere below (their ancestors, by links, in either
+   * table) or that differ themselves. A directory's own record does not
+   * change when a file below it is rewritten, so it alone cannot decide. A
+   * directory listed on one side only (still lower on the other) is compared
+   * name by name.
    */
   async diff (ws: Workspace, a: CheckpointId, b?: CheckpointId): Promise<DiffEntry[]> {
-    const va = new TreeView(this, ws, await this.tableOf(a))
-    const vb = new TreeView(this, ws, b === undefined ? applyChanges(ws.base, ws.dirty) : await this.tableOf(b))
+    const ta = await this.tableOf(a)
+    const tb = b === undefined ? applyChanges(ws.base, ws.dirty) : await this.tableOf(b)
+    await loadDifferences(this, ws.base, ta, this.nodes, this.records)
+    await loadDifferences(this, ws.base, tb, this.nodes, this.records)
+    await loadDifferences(this, ta, tb, this.nodes, this.records)
+    const va = new TreeView(this, ws, ta)
+    const vb = new TreeView(this, ws, tb)
+    // directories with a changed inode below them, in either table
+    const below = new Set<Ino>()
+    for (const ino of differences(ta, tb)) {
+      for (const t of [ta, tb]) {
+        let r = lookup(t, ino)
+        for (let depth = 0; r && r.links.length > 0 && depth < 4096; depth++) {
+          const parent = r.links[0][0]
+          if (below.has(parent)) break
+          below.add(parent)
+          r = lookup(t, parent)
+        }
+        for (const l of lookup(t, ino)?.links.slice(1) ?? []) below.add(l[0])
+      }
+    }
     const out: DiffEntry[] = []
     const all = async (v: TreeView, r: InodeRecord, p: string, change: 'added' | 'deleted'): Promise<void> => {
       out.push({ path: p, change })
       if ((r.mode & S_IFMT) === 0o040000) for (const [n, c] of await v.children(r)) await all(v, c, `${p}/${n}`, change)
     }
     const walk = async (x: InodeRecord, y: InodeRecord, p: string): Promise<void> => {
-      if (sameRecord(x, y)) return
       const isDir = (x.mode & S_IFMT) === 0o040000
+      if (sameRecord(x, y) && !(isDir && (below.has(x.ino) || below.has(y.ino)))) return
       if ((x.mode & S_IFMT) !== (y.mode & S_IFMT)) { out.push({ path: p || '/', change: 'type' }); return }
       if (!isDir) {
         if (!sameContent(x, y)) out.push({ path: p, change: 'modified' })

@@ -101,6 +101,21 @@ t.test('mark carries a context; stat and read at a checkpoint', async t => {
   t.ok(diff.some(e => e.path === '/src/lib/a.txt' && e.change === 'modified'), 'diff names the modified file')
 })
 
+t.test('diff sees content and mode changes of files whose directory did not change', async t => {
+  const m = await mountWorkspace(t, populate)
+  fs.appendFileSync(path.join(m.dir, 'src/lib/a.txt'), 'two\n')
+  const c2 = await m.client.mark({})
+  fs.appendFileSync(path.join(m.dir, 'src/lib/a.txt'), 'three\n')
+  fs.chmodSync(path.join(m.dir, 'README'), 0o600)
+  const live = await m.client.diff({ a: c2.id })
+  t.same(live, [{ path: '/README', change: 'meta' }, { path: '/src/lib/a.txt', change: 'modified' }], 'against the live state')
+  const c3 = await m.client.mark({})
+  t.same(await m.client.diff({ a: c2.id, b: c3.id }), live, 'between two checkpoints')
+  t.same(await m.client.diff({ a: c3.id }), [], 'nothing since the last checkpoint')
+  const st = await m.cli(['status'])
+  t.match(st.stdout, /unsaved\s+0 paths changed/)
+})
+
 t.test('no stale kernel caches after a restore (60 s timeouts)', async t => {
   const m = await mountWorkspace(t, populate)
   const f = path.join(m.dir, 'src/lib/a.txt')
