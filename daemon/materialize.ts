@@ -71,8 +71,13 @@ export interface XattrIo {
 
 /** Namespaces export and write-back write (and, on write-back, remove). */
 const WRITTEN_XATTR = /^(user|trusted)\./
-/** Failures that skip one xattr instead of failing the export or write-back (no privilege, no xattr support, a symlink's user.*). */
-const SKIPPED_XATTR_ERRORS = new Set(['EPERM', 'EACCES', 'ENOTSUP', 'EOPNOTSUPP'])
+/**
+ * Failures that skip one xattr instead of failing the export or write-back:
+ * no privilege, no xattr support, a symlink's user.*, or a value or list the
+ * target filesystem cannot hold (ext4 keeps about 4 KiB per inode; the store
+ * keeps the xattr all the same).
+ */
+const SKIPPED_XATTR_ERRORS = new Set(['EPERM', 'EACCES', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSPC', 'E2BIG', 'ERANGE'])
 
 function skippable (e: any, alsoAbsent = false): boolean {
   return SKIPPED_XATTR_ERRORS.has(e?.code) || (alsoAbsent && e?.code === 'ENODATA')

@@ -290,6 +290,19 @@ t.test('exec checkpoints before the command and passes its exit status through',
   t.match(missing.stderr, /command not found/)
 })
 
+t.test('write-back skips an xattr the directory cannot hold (too large) and still completes', async t => {
+  const m = await mountWorkspace(t, populate)
+  const f = path.join(m.dir, 'README')
+  const py = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
+  const set = await m.sh(`${py} -c "import os; os.setxattr('${f}', 'user.small', b'ok'); os.setxattr('${f}', 'user.big', b'x' * 60000)"`)
+  t.equal(set.code, 0, set.stderr)
+  await m.unmount(false)
+  const got = await m.sh(`${py} -c "import os; print(os.getxattr('${f}', 'user.small').decode())"`)
+  t.equal(got.stdout, 'ok\n', 'the xattr the filesystem can hold is written back')
+  const outcome = JSON.parse(fs.readFileSync(path.join(m.store, 'unmount.json'), 'utf8'))
+  t.same([outcome.ok, outcome.errors], [true, []], 'the unmount reports a complete write-back')
+})
+
 t.test('mount errors say what to do', async t => {
   const root = tempRoot()
   t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
