@@ -264,7 +264,7 @@ export function program (): Command {
     })
 
   p.command('exec').addOption(ws).argument('<cmd...>', 'the command and its arguments (after --)')
-    .description('Run a command in the workspace, checkpointing first: wrap an agent\'s shell tool with it and every command gets a checkpoint before it runs.')
+    .description('Run a command (in the current directory), checkpointing the workspace first: wrap an agent\'s shell tool with it and every command gets a checkpoint before it runs.')
     .option('--checkpoint-each', 'mark a checkpoint before the command (the default; kept for scripts that say it)')
     .option('--no-checkpoint', 'run without marking')
     .addHelpText('after', '\nExample:\n  rewindfs exec --checkpoint-each -- npm test\n  (the checkpoint is labelled "before: npm test"; its segment metadata holds the command)')
@@ -287,7 +287,7 @@ export function program (): Command {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  rewindfs status')
     .action(async (o: { workspace?: string, json?: boolean }) => {
-      // unsaved paths by the same measure as `diff HEAD` (record counts include directories listed for the first time)
+      // unsaved paths as `diff <head>` counts them, without the root line (record counts would include directories listed for the first time)
       const [s, changed] = await withClient(o, async c => {
         const st = await c.status()
         return [st, o.json || st.head === null ? null : (await c.diff({ a: st.head })).filter(e => e.path !== '/').length] as const
@@ -307,7 +307,7 @@ export function program (): Command {
       let info: { pid?: number } | null = null
       try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch {}
       if (info && typeof info.pid === 'number' && alive(info.pid)) {
-        throw new CliError(`the daemon for this workspace is running; verify asks it or stop it first (daemon pid ${info.pid}): ${unmount}, then rewindfs verify`)
+        throw new CliError(`the daemon for this workspace is running (pid ${info.pid}) and holds the store; verify reads the store alone: ${unmount}, then rewindfs verify`)
       }
       let r
       try { r = await verifyStore(store) } catch (e) {

@@ -104,7 +104,7 @@ export async function verifyStore (storeDir: string): Promise<VerifyReport> {
     db = await StoreDb.open(store)
   } catch (e) {
     if (e instanceof StoreError && e.code === 'E_LOCKED') {
-      throw new VerifyError(`the daemon for this workspace is running; verify asks it or stop it first (the store ${store} is locked by another process: rewindfs unmount, then rewindfs verify)`, 'E_LOCKED')
+      throw new VerifyError(`the store ${store} is held by a running daemon (or another process); verify reads the store alone: rewindfs unmount, then rewindfs verify`, 'E_LOCKED')
     }
     throw new VerifyError(`cannot open the store ${store}: ${(e as Error).message}`, 'E_OPEN')
   }

@@ -57,9 +57,9 @@ t.test('verify: clean store, refused while mounted, then a flipped pack byte and
 
   const running = await m.cli(['verify'])
   t.equal(running.code, 1, 'refused while the daemon runs')
-  t.match(running.stderr, /the daemon for this workspace is running; verify asks it or stop it first/)
+  t.match(running.stderr, /the daemon for this workspace is running \(pid \d+\) and holds the store/)
   t.match(running.stderr, /rewindfs unmount/)
-  await t.rejects(verifyStore(m.store), { code: 'E_LOCKED', message: /the daemon for this workspace is running/ }, 'verifyStore refuses a store the daemon holds')
+  await t.rejects(verifyStore(m.store), { code: 'E_LOCKED', message: /held by a running daemon/ }, 'verifyStore refuses a store the daemon holds')
 
   await m.unmount(false)
   t.equal(fs.readFileSync(path.join(m.dir, 'src/orig.txt'), 'utf8'), 'original content\n', 'write-back happened (restored to #1)')
