@@ -160,8 +160,9 @@ export class BlockStore {
         if (view.equals(this.scratch.subarray(0, e.length))) return id
       }
     }
-    const loc = this.packs.append(data, h)
-    const id = this.nextId++
+    const id = this.nextId
+    const loc = this.packs.append(data, h, id)
+    this.nextId++
     this.index(id, { pack: loc.pack, offset: loc.offset, length: loc.length, hash: h })
     this.unsynced.push(id)
     return id

@@ -30,7 +30,7 @@ export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoi
 export type StoreKey = string | number
 
 /** On-disk format version written to meta `format` (FORMAT.md "Versions"). */
-export const STORE_FORMAT = 1
+export const STORE_FORMAT = 2
 
 /** The one shared codec: msgpack maps, no records extension (FORMAT.md "Metadata database"). */
 export const packr = new Packr({ useRecords: false })

@@ -2,12 +2,12 @@
  * Pack files: append-only files of block records, `<storeDir>/packs/<8 hex>.pack`.
  * Byte layout (FORMAT.md "Packs"), all integers little endian:
  *
- *   header  16 bytes: magic "RWPACK01" (8 ASCII bytes) + 8 reserved zero bytes
- *   record  u32 length | u64 xxh64(bytes, seed 0) | length bytes   (12 + length bytes)
+ *   header  16 bytes: magic "RWPACK02" (8 ASCII bytes) + 8 reserved zero bytes
+ *   record  u32 length | u64 xxh64(bytes, seed 0) | u64 BlockId | length bytes   (20 + length bytes)
  *
- * A BlockLocation's `offset` is the offset of the bytes (record start + 12).
- * Records carry their own length and hash so `verify --repair` can rebuild the
- * block index by scanning the packs alone.
+ * A BlockLocation's `offset` is the offset of the bytes (record start + 20).
+ * Records carry their own length, hash and BlockId, so `verify --repair` can
+ * rebuild the block index by scanning the packs alone.
  *
  * Packs know nothing of block ids, the index or generations. Bytes, once
  * written, are never modified. Every `PackWriter.open` starts a fresh pack
@@ -18,16 +18,16 @@
 
 import * as fs from 'node:fs'
 import * as path from 'node:path'
-import type { BlockLocation, PackId } from '../types.js'
+import type { BlockId, BlockLocation, PackId } from '../types.js'
 import { BLOCK_SIZE } from '../types.js'
 import { CorruptStoreError, StoreClosedError } from './errors.js'
 
 /** Pack magic, bytes 0..7 of every pack. */
-export const PACK_MAGIC = Buffer.from('RWPACK01', 'ascii')
+export const PACK_MAGIC = Buffer.from('RWPACK02', 'ascii')
 /** Bytes of the pack header (magic + 8 reserved bytes). */
 export const PACK_HEADER_SIZE = 16
-/** Bytes of a record header: u32 length + u64 xxh64. */
-export const RECORD_HEADER_SIZE = 12
+/** Bytes of a record header: u32 length + u64 xxh64 + u64 BlockId. */
+export const RECORD_HEADER_SIZE = 20
 /** Default size at which the writer rolls to a new pack: 256 MiB (brief; bounds scan and GC units). */
 export const DEFAULT_PACK_SIZE = 256 * 1024 * 1024
 /** Default bound on cached read file descriptors (one per pack), least recently used closed first. */
@@ -53,6 +53,8 @@ export interface ScannedRecord {
   location: BlockLocation
   /** xxh64 stored in the record header */
   hash: bigint
+  /** BlockId stored in the record header */
+  id: BlockId
 }
 
 /**
@@ -107,11 +109,12 @@ export class PackWriter {
 
   /**
    * Append one record synchronously (fs.writeSync) and return where its bytes
-   * are. `data` is 1..BLOCK_SIZE bytes; `hash` is its xxh64. The bytes are
-   * readable at once but durable only after `sync()` resolves. An I/O error
-   * (ENOSPC, EIO) is rethrown and the next append starts a new pack.
+   * are. `data` is 1..BLOCK_SIZE bytes; `hash` is its xxh64; `id` the BlockId
+   * the record is stored under. The bytes are readable at once but durable
+   * only after `sync()` resolves. An I/O error (ENOSPC, EIO) is rethrown and
+   * the next append starts a new pack.
    */
-  append (data: Uint8Array, hash: bigint): BlockLocation {
+  append (data: Uint8Array, hash: bigint, id: BlockId): BlockLocation {
     this.checkOpen()
     if (data.length < 1 || data.length > BLOCK_SIZE) throw new RangeError(`block of ${data.length} bytes (must be 1..${BLOCK_SIZE})`)
     if (this.current === undefined || this.currentEnd >= this.packSize) this.roll()
@@ -120,6 +123,7 @@ export class PackWriter {
     const h = this.recordHeader
     h.writeUInt32LE(data.length, 0)
     h.writeBigUInt64LE(hash, 4)
+    h.writeBigUInt64LE(BigInt(id), 12)
     const start = this.currentEnd
     try {
       writeFully(fd, h, start)
@@ -206,11 +210,11 @@ export class PackWriter {
     return b
   }
 
-  /** Read the record header in front of `loc` (for verify): its stored length and hash. Throws like readInto. */
-  readRecordHeader (loc: BlockLocation): { length: number, hash: bigint } {
+  /** Read the record header in front of `loc` (for verify): its stored length, hash and BlockId. Throws like readInto. */
+  readRecordHeader (loc: BlockLocation): { length: number, hash: bigint, id: BlockId } {
     const b = Buffer.alloc(RECORD_HEADER_SIZE)
     this.readInto({ pack: loc.pack, offset: loc.offset - RECORD_HEADER_SIZE, length: RECORD_HEADER_SIZE }, b, 0, 0, RECORD_HEADER_SIZE)
-    return { length: b.readUInt32LE(0), hash: b.readBigUInt64LE(4) }
+    return { length: b.readUInt32LE(0), hash: b.readBigUInt64LE(4), id: Number(b.readBigUInt64LE(12)) }
   }
 
   /**
@@ -226,7 +230,7 @@ export class PackWriter {
     if (size === 0) return
     const head = Buffer.alloc(PACK_HEADER_SIZE)
     if (fs.readSync(fd, head, 0, PACK_HEADER_SIZE, 0) < PACK_HEADER_SIZE || !head.subarray(0, 8).equals(PACK_MAGIC)) {
-      throw new CorruptStoreError(`pack ${this.packPath(id)} has no RWPACK01 header`, { path: this.packPath(id), pack: id, offset: 0 })
+      throw new CorruptStoreError(`pack ${this.packPath(id)} has no ${PACK_MAGIC.toString('ascii')} header`, { path: this.packPath(id), pack: id, offset: 0 })
     }
     const h = Buffer.alloc(RECORD_HEADER_SIZE)
     let pos = PACK_HEADER_SIZE
@@ -234,7 +238,7 @@ export class PackWriter {
       if (fs.readSync(fd, h, 0, RECORD_HEADER_SIZE, pos) < RECORD_HEADER_SIZE) return
       const length = h.readUInt32LE(0)
       if (length < 1 || length > BLOCK_SIZE || pos + RECORD_HEADER_SIZE + length > size) return
-      yield { location: { pack: id, offset: pos + RECORD_HEADER_SIZE, length }, hash: h.readBigUInt64LE(4) }
+      yield { location: { pack: id, offset: pos + RECORD_HEADER_SIZE, length }, hash: h.readBigUInt64LE(4), id: Number(h.readBigUInt64LE(12)) }
       pos += RECORD_HEADER_SIZE + length
     }
   }
