@@ -109,7 +109,7 @@ export async function verifyStore (storeDir: string): Promise<VerifyReport> {
     throw new VerifyError(`cannot open the store ${store}: ${(e as Error).message}`, 'E_OPEN')
   }
   try {
-    const blocks = await BlockStore.open(store, db)
+    const blocks = await BlockStore.open(store, db, { checkPacks: false })
     try {
       return await run(store, db, blocks)
     } finally {

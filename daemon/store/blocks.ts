@@ -43,6 +43,13 @@ export type BlockHasher = (data: Uint8Array) => bigint
 export interface BlockStoreOptions extends PackOptions {
   /** replace the hash (tests force collisions with `() => 1n`); must be the same function on every open of a store */
   hash?: BlockHasher
+  /**
+   * check at open that every pack the index names exists, has a pack header
+   * and is long enough for its blocks (O(packs) stats); a failure throws
+   * CorruptStoreError. Default true; verify and repair pass false and report
+   * what they find instead.
+   */
+  checkPacks?: boolean
 }
 
 /** Codes of the problems `verifyAll` reports (not thrown; verify collects them). */
@@ -90,8 +97,14 @@ export class BlockStore {
   /** bytes durable, record not yet written */
   private readonly durable = new Set<BlockId>()
   private nextId: BlockId
-  /** scratch for comparing on a hash hit; BLOCK_SIZE bytes */
+  /** scratch for comparing on a hash hit and for first reads; BLOCK_SIZE bytes */
   private readonly scratch = Buffer.allocUnsafe(BLOCK_SIZE)
+  /**
+   * blocks whose bytes this process has seen match their hash: written by
+   * it, or read and hashed once (so a flipped byte in a pack is an error,
+   * never data served to a reader)
+   */
+  private readonly checked = new Set<BlockId>()
 
   private constructor (packs: PackWriter, hash: BlockHasher, nextId: BlockId) {
     this.packs = packs
@@ -128,7 +141,39 @@ export class BlockStore {
         { path: db.location, kind: 'meta', key: META_NEXT_BLOCK_ID })
     }
     store.nextId = Math.max(stored ?? 1, max + 1)
+    if (opts.checkPacks ?? true) {
+      const problems = store.packProblems()
+      if (problems.length > 0) {
+        packs.close()
+        throw new CorruptStoreError(
+          `the store ${storeDir} is damaged: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? `; and ${problems.length - 5} more` : ''}. ` +
+          'Nothing was served from it. Run `rewindfs verify --store ' + storeDir + ' --repair` to rebuild what the packs still hold and see what is lost',
+          { path: storeDir })
+      }
+    }
     return store
+  }
+
+  /**
+   * Problems of the packs the index refers to, in plain words: a pack that
+   * is missing, has no pack header, or ends before the end of one of its
+   * indexed blocks. O(blocks) in memory plus one stat and one 8-byte read per
+   * pack; it cannot see a flipped byte inside a pack (reads check the hash of
+   * every block the first time they read it, and verify re-hashes all).
+   */
+  packProblems (): string[] {
+    const ends = new Map<PackId, { end: number, blocks: number }>()
+    for (const e of this.entries.values()) {
+      const x = ends.get(e.pack)
+      if (!x) ends.set(e.pack, { end: e.offset + e.length, blocks: 1 })
+      else { x.end = Math.max(x.end, e.offset + e.length); x.blocks++ }
+    }
+    const out: string[] = []
+    for (const [pack, { end, blocks }] of [...ends].sort((a, b) => a[0] - b[0])) {
+      const problem = this.packs.checkPack(pack, end)
+      if (problem) out.push(`${problem} (${blocks} indexed block${blocks === 1 ? '' : 's'} in it)`)
+    }
+    return out
   }
 
   /** Number of blocks known (committed and pending). */
@@ -164,6 +209,7 @@ export class BlockStore {
     const loc = this.packs.append(data, h, id)
     this.nextId++
     this.index(id, { pack: loc.pack, offset: loc.offset, length: loc.length, hash: h })
+    this.checked.add(id)
     this.unsynced.push(id)
     return id
   }
@@ -191,12 +237,29 @@ export class BlockStore {
    * CorruptStoreError for an unknown id or a pack shorter than the block.
    */
   readInto (id: BlockId, target: Uint8Array, targetOffset: number, fromByte: number, length: number): number {
-    return this.packs.readInto(this.entry(id), target, targetOffset, fromByte, length)
+    const e = this.entry(id)
+    if (this.checked.has(id)) return this.packs.readInto(e, target, targetOffset, fromByte, length)
+    // first read of this block in this process: read it whole and check its hash
+    this.packs.readInto(e, this.scratch, 0, 0, e.length)
+    const bytes = this.scratch.subarray(0, e.length)
+    const actual = this.hash(bytes)
+    if (actual !== e.hash) {
+      throw new CorruptStoreError(
+        `block ${id} (pack ${this.packs.packPath(e.pack)}, offset ${e.offset}, ${e.length} bytes) is corrupt: its bytes hash to ${hashHex(actual)}, the index says ${hashHex(e.hash)}; ` +
+        'the read fails instead of returning wrong bytes. Unmount and run `rewindfs verify --repair`',
+        { blockId: id, pack: e.pack, offset: e.offset, path: this.packs.packPath(e.pack) })
+    }
+    this.checked.add(id)
+    const n = Math.max(0, Math.min(length, e.length - fromByte, target.length - targetOffset))
+    if (n > 0) bytes.copy(target, targetOffset, fromByte, fromByte + n)
+    return n
   }
 
   /** The bytes of block `id` in a new Buffer. Throws like readInto. */
   read (id: BlockId): Buffer {
-    return this.packs.read(this.entry(id))
+    const b = Buffer.allocUnsafe(this.length(id))
+    this.readInto(id, b, 0, 0, b.length)
+    return b
   }
 
   /**

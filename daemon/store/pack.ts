@@ -218,6 +218,26 @@ export class PackWriter {
   }
 
   /**
+   * What is wrong with pack `id` for blocks that end at byte `end`, in plain
+   * words, or undefined when it exists, starts with the pack header and is
+   * at least `end` bytes long. One stat and one 8-byte read.
+   */
+  checkPack (id: PackId, end: number): string | undefined {
+    const file = this.packPath(id)
+    let fd: number
+    try { fd = fs.openSync(file, 'r') } catch (e: any) {
+      return e.code === 'ENOENT' ? `pack ${file} is missing` : `pack ${file} cannot be opened (${e.message})`
+    }
+    try {
+      const size = fs.fstatSync(fd).size
+      const head = Buffer.alloc(PACK_MAGIC.length)
+      if (fs.readSync(fd, head, 0, head.length, 0) < head.length || !head.equals(PACK_MAGIC)) return `pack ${file} has no ${PACK_MAGIC.toString('ascii')} header`
+      if (size < end) return `pack ${file} is truncated: ${size} bytes, but its blocks end at byte ${end}`
+      return undefined
+    } finally { fs.closeSync(fd) }
+  }
+
+  /**
    * Scan one pack from the start, yielding each record whose header is
    * plausible and whose bytes fit in the file; stops at the first record that
    * does not (a torn tail). Hashes are NOT checked here (the caller hashes).
