@@ -9,8 +9,10 @@
  * its own mount.
  */
 import fs from 'node:fs'
+import os from 'node:os'
 import { Fuse, type FuseInstance, type FuseOps, type Stat as FuseStat, type InvalidateItem } from './binding.js'
 import { FsError } from '../daemon/errno.js'
+import { isNoSpace } from '../daemon/store/errors.js'
 import type { Workspace, Stat, Caller } from '../daemon/workspace.js'
 
 /** Mount options that keep the binding near its ceiling and restores exact (fuse-native.md §6, §8). */
@@ -106,12 +108,25 @@ export class FuseMount {
     if (data) this.fuse.invalidate(paths.map(p => [4, p, 0, 0] as InvalidateItem)).catch(() => {})
   }
 
-  /** -errno for an exception. */
+  /** ms since the epoch when "the store's disk is full" was last logged */
+  private noSpaceLogged = 0
+
+  /**
+   * -errno for an exception: FsError carries its own; a full store disk
+   * (E_NO_SPACE, ENOSPC, EDQUOT) is ENOSPC / EDQUOT to the caller, logged at
+   * most once a minute; anything else is logged and becomes EIO (a corrupt
+   * block included: never wrong bytes).
+   */
   private errno (e: unknown, op: string, path: string | null): number {
     this.counts.errors++
     if (e instanceof FsError) return -e.errno
+    if (isNoSpace(e)) {
+      const now = Date.now()
+      if (now - this.noSpaceLogged > 60000) { this.noSpaceLogged = now; this.log(`rewindfs: ${op} ${path ?? ''}: ${(e as Error).message}`) }
+      return (e as { code?: string }).code === 'EDQUOT' ? -os.constants.errno.EDQUOT : -os.constants.errno.ENOSPC
+    }
     this.log(`rewindfs: ${op} ${path ?? ''} failed unexpectedly: ${(e as Error)?.stack ?? String(e)}`)
-    return -5 // EIO
+    return -os.constants.errno.EIO
   }
 
   private ops (): FuseOps {

@@ -26,7 +26,8 @@ import type { StoreBatch, StoreDb } from './db.js'
 import { parseIntKey } from './db.js'
 import { CorruptStoreError } from './errors.js'
 import type { PackOptions } from './pack.js'
-import { PackWriter } from './pack.js'
+import { PackWriter, RECORD_HEADER_SIZE } from './pack.js'
+import { SpaceGuard, DEFAULT_RESERVE } from './space.js'
 
 /** Value of a `block` record (key: BlockId as intKey). `hash` is xxh64 (seed 0) as 16 lowercase hex digits. */
 export interface BlockRecord {
@@ -50,6 +51,8 @@ export interface BlockStoreOptions extends PackOptions {
    * what they find instead.
    */
   checkPacks?: boolean
+  /** bytes kept free on the store's filesystem: `ensureSpace` refuses new data below it (SpaceGuard); default DEFAULT_RESERVE (64 MiB) */
+  reserve?: number
 }
 
 /** Codes of the problems `verifyAll` reports (not thrown; verify collects them). */
@@ -106,10 +109,13 @@ export class BlockStore {
    */
   private readonly checked = new Set<BlockId>()
 
-  private constructor (packs: PackWriter, hash: BlockHasher, nextId: BlockId) {
+  private readonly space: SpaceGuard
+
+  private constructor (packs: PackWriter, hash: BlockHasher, nextId: BlockId, reserve: number) {
     this.packs = packs
     this.hash = hash
     this.nextId = nextId
+    this.space = new SpaceGuard(packs.dir, reserve)
   }
 
   /**
@@ -122,7 +128,7 @@ export class BlockStore {
     const hash = opts.hash ?? await loadDefaultHasher()
     const stored = await db.get<number>('meta', META_NEXT_BLOCK_ID)
     const packs = await PackWriter.open(storeDir, opts)
-    const store = new BlockStore(packs, hash, 1)
+    const store = new BlockStore(packs, hash, 1, opts.reserve ?? DEFAULT_RESERVE)
     let max = 0
     try {
       for await (const { key, value } of db.iterate<BlockRecord>('block')) {
@@ -202,16 +208,33 @@ export class BlockStore {
         const e = this.entries.get(id) as Entry
         if (e.length !== data.length) continue
         this.packs.readInto(e, this.scratch, 0, 0, e.length)
-        if (view.equals(this.scratch.subarray(0, e.length))) return id
+        if (view.equals(this.scratch.subarray(0, e.length))) { this.tracked?.add(id); return id }
       }
     }
     const id = this.nextId
-    const loc = this.packs.append(data, h, id)
+    let loc: BlockLocation
+    try {
+      loc = this.packs.append(data, h, id)
+    } catch (err) {
+      if ((err as { code?: string }).code === 'E_NO_SPACE') this.space.stale()
+      throw err
+    }
+    this.space.used(RECORD_HEADER_SIZE + data.length)
     this.nextId++
+    this.tracked?.add(id)
     this.index(id, { pack: loc.pack, offset: loc.offset, length: loc.length, hash: h })
     this.checked.add(id)
     this.unsynced.push(id)
     return id
+  }
+
+  /**
+   * Throws StoreNoSpaceError (E_NO_SPACE) when storing `bytes` more new bytes
+   * would leave less than the reserve free on the store's filesystem. Asked
+   * by writers of new data before they change anything (SpaceGuard).
+   */
+  ensureSpace (bytes: number): void {
+    this.space.ensure(bytes)
   }
 
   /** True if `id` is a known block (committed or pending). */
@@ -312,6 +335,119 @@ export class BlockStore {
       const problem = this.verifyOne(id, e)
       if (problem !== undefined) yield problem
     }
+  }
+
+  // ---- garbage collection (daemon/gc.ts) ---------------------------------
+
+  /** The next BlockId `put` allocates: every known block's id is below it. */
+  get nextBlockId (): BlockId {
+    return this.nextId
+  }
+
+  /** Ids put but not yet committed (their index records are not written). */
+  pendingIds (): Set<BlockId> {
+    return new Set([...this.unsynced, ...this.durable])
+  }
+
+  /** Every known block (committed and pending) with where it is; do not modify the values. */
+  locations (): IterableIterator<[BlockId, Readonly<BlockLocation>]> {
+    return this.entries.entries()
+  }
+
+  /** The packs (see PackWriter). */
+  get packFiles (): PackWriter {
+    return this.packs
+  }
+
+  private tracked: Set<BlockId> | null = null
+
+  /**
+   * From now until `stopTracking`, remember every id `put` returns, new or
+   * deduplicated: garbage collection must not delete a block a writer took
+   * while it was deciding what is unreachable.
+   */
+  startTracking (): void {
+    this.tracked = new Set()
+  }
+
+  /** Ends tracking; returns the ids `put` returned since `startTracking`. */
+  stopTracking (): Set<BlockId> {
+    const t = this.tracked ?? new Set<BlockId>()
+    this.tracked = null
+    return t
+  }
+
+  /**
+   * Removes blocks from the in-memory index (garbage collection, before their
+   * records are deleted): `put` never returns them again and reading them
+   * fails as an unknown block. Synchronous.
+   */
+  forget (ids: Iterable<BlockId>): void {
+    for (const id of ids) {
+      const e = this.entries.get(id)
+      if (!e) continue
+      this.entries.delete(id)
+      this.checked.delete(id)
+      const h = this.byHash.get(e.hash)
+      if (h === id) this.byHash.delete(e.hash)
+      else if (Array.isArray(h)) {
+        const rest = h.filter(x => x !== id)
+        if (rest.length === 1) this.byHash.set(e.hash, rest[0]!)
+        else this.byHash.set(e.hash, rest)
+      }
+    }
+  }
+
+  /**
+   * Copies committed blocks into the current pack under the same ids
+   * (garbage collection's compaction), checking each one's hash on the way;
+   * yields to the event loop every VERIFY_YIELD_EVERY blocks; then makes
+   * the copies durable. Returns the new locations and the ids that could
+   * not be copied (unreadable or failing their hash: they stay where they
+   * are). The index is not changed: write the new locations
+   * (`relocationRecord`) and then call `moved`.
+   */
+  async copyBlocks (ids: BlockId[]): Promise<{ copies: Map<BlockId, BlockLocation>, failed: BlockId[] }> {
+    const copies = new Map<BlockId, BlockLocation>()
+    const failed: BlockId[] = []
+    let n = 0
+    for (const id of ids) {
+      if (++n % VERIFY_YIELD_EVERY === 0) await new Promise(resolve => setImmediate(resolve))
+      const e = this.entries.get(id)
+      if (!e) continue // forgotten meanwhile
+      let bytes: Buffer
+      try {
+        this.packs.readInto(e, this.scratch, 0, 0, e.length)
+        bytes = this.scratch.subarray(0, e.length)
+        if (this.hash(bytes) !== e.hash) { failed.push(id); continue }
+      } catch { failed.push(id); continue }
+      const loc = this.packs.append(bytes, e.hash, id)
+      this.space.used(RECORD_HEADER_SIZE + e.length)
+      copies.set(id, loc)
+    }
+    await this.packs.sync()
+    return { copies, failed }
+  }
+
+  /** The `block` record of `id` at location `loc` (for a batch that relocates it). */
+  relocationRecord (id: BlockId, loc: BlockLocation): BlockRecord {
+    const e = this.entry(id)
+    return { pack: loc.pack, offset: loc.offset, length: loc.length, hash: hashHex(e.hash) }
+  }
+
+  /** Points the in-memory index at the copies once their records are written. Synchronous. */
+  moved (copies: Map<BlockId, BlockLocation>): void {
+    for (const [id, loc] of copies) {
+      const e = this.entries.get(id)
+      if (!e) continue
+      e.pack = loc.pack
+      e.offset = loc.offset
+    }
+  }
+
+  /** Free bytes above the reserve on the store's filesystem (may be negative). One statfs. */
+  spaceAboveReserve (): number {
+    return this.space.aboveReserve()
   }
 
   /** Close the pack fds (not the db). Await `sync()` first if pending bytes matter. */

@@ -20,7 +20,7 @@ import * as fs from 'node:fs'
 import * as path from 'node:path'
 import type { BlockId, BlockLocation, PackId } from '../types.js'
 import { BLOCK_SIZE } from '../types.js'
-import { CorruptStoreError, StoreClosedError } from './errors.js'
+import { CorruptStoreError, StoreClosedError, storeIoError } from './errors.js'
 
 /** Pack magic, bytes 0..7 of every pack. */
 export const PACK_MAGIC = Buffer.from('RWPACK02', 'ascii')
@@ -132,7 +132,7 @@ export class PackWriter {
       // a partial record may be on disk: never write over it, continue in a new pack
       this.current = undefined
       this.dirty.add(pack)
-      throw err
+      throw storeIoError(err, `append to pack ${this.packPath(pack)}`, { path: this.packPath(pack), pack })
     }
     this.currentEnd = start + RECORD_HEADER_SIZE + data.length
     this.dirty.add(pack)
@@ -168,7 +168,7 @@ export class PackWriter {
     } catch (err) {
       for (const id of packs) this.dirty.add(id)
       this.dirDirty ||= dirDirty
-      throw err
+      throw storeIoError(err, `fsync of the packs in ${this.dir}`, { path: this.dir })
     } finally {
       for (const id of packs) {
         const n = (this.syncing.get(id) ?? 1) - 1
@@ -263,6 +263,61 @@ export class PackWriter {
     }
   }
 
+  /** Ends the current pack: the next append starts a new one (garbage collection can then compact the old one). */
+  startNewPack (): void {
+    this.current = undefined
+  }
+
+  /** The pack appends go to now, or undefined before the first append of this process. */
+  get currentPack (): PackId | undefined {
+    return this.current
+  }
+
+  /** Every pack file in the pack directory with its size in bytes, by PackId. One readdir + one stat per pack. */
+  listPacks (): Map<PackId, number> {
+    const out = new Map<PackId, number>()
+    for (const name of fs.readdirSync(this.dir)) {
+      const m = /^([0-9a-f]{8})\.pack$/.exec(name)
+      if (m === null) continue
+      try { out.set(parseInt(m[1] as string, 16), fs.statSync(path.join(this.dir, name)).size) } catch {}
+    }
+    return out
+  }
+
+  /**
+   * Delete pack files (garbage collection, once no index record points into
+   * them), then fsync the pack directory. Never the current pack, nor one
+   * with unsynced appends (RangeError). Returns the bytes the files held.
+   */
+  async deletePacks (ids: PackId[]): Promise<number> {
+    this.checkOpen()
+    let freed = 0
+    for (const id of ids) {
+      if (id === this.current || this.dirty.has(id) || this.syncing.has(id)) throw new RangeError(`pack ${id} is being written; it cannot be deleted`)
+    }
+    for (const id of ids) {
+      const fd = this.fds.get(id)
+      if (fd !== undefined) { this.fds.delete(id); fs.closeSync(fd) }
+      const file = this.packPath(id)
+      try {
+        freed += fs.statSync(file).size
+        fs.unlinkSync(file)
+      } catch (err: any) {
+        if (err.code !== 'ENOENT') throw storeIoError(err, `delete pack ${file}`, { path: file, pack: id })
+      }
+    }
+    if (ids.length > 0) {
+      const h = await fs.promises.open(this.dir, 'r')
+      try { await h.sync() } finally { await h.close() }
+    }
+    return freed
+  }
+
+  /** True while pack `id` has appends not yet made durable (or being made durable). */
+  isWriting (id: PackId): boolean {
+    return id === this.current || this.dirty.has(id) || this.syncing.has(id)
+  }
+
   /** Close every fd. Appended but unsynced bytes may be lost on a crash. Closing twice is allowed. */
   close (): void {
     if (this.closed) return
@@ -275,10 +330,19 @@ export class PackWriter {
   /** Create the next pack (O_EXCL: never reuse a file) and write its header. */
   private roll (): void {
     const id = this.nextPack++
-    const fd = fs.openSync(this.packPath(id), 'wx+')
+    const file = this.packPath(id)
+    let fd: number
+    try { fd = fs.openSync(file, 'wx+') } catch (err) { throw storeIoError(err, `create pack ${file}`, { path: file, pack: id }) }
     const head = Buffer.alloc(PACK_HEADER_SIZE)
     PACK_MAGIC.copy(head, 0)
-    writeFully(fd, head, 0)
+    try {
+      writeFully(fd, head, 0)
+    } catch (err) {
+      // no pack without a whole header (a scan would call it corrupt): remove it
+      fs.closeSync(fd)
+      try { fs.unlinkSync(file) } catch {}
+      throw storeIoError(err, `create pack ${file}`, { path: file, pack: id })
+    }
     this.current = id
     this.currentEnd = PACK_HEADER_SIZE
     this.remember(id, fd)
