@@ -19,6 +19,7 @@ import { mountState, fuseMounts } from './mounts.js'
 import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from './daemon.js'
 import type { CheckpointInfo } from './api.js'
 import { verifyStore, VerifyError } from './verify.js'
+import { repairStore, RepairError } from './repair.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -361,9 +362,10 @@ export function program (): Command {
   p.command('verify').addOption(ws)
     .description('Check the store of a stopped workspace: every checkpoint\'s records, references and blocks (re-hashed). Exit 0 when clean, 1 when problems were found.')
     .option('--store <dir>', 'verify this store directory (default: the workspace\'s)')
+    .option('--repair', 'rebuild what can be rebuilt (a damaged metadata database with LevelDB\'s repair; the block index from the records in the packs), then verify again and say what could not be rebuilt')
     .option('--json', 'print the report as JSON')
-    .addHelpText('after', '\nThe daemon must not be running (verify reads the store alone): unmount first.\n\nExample:\n  rewindfs unmount -w ~/project && rewindfs verify -w ~/project')
-    .action(async (o: { workspace?: string, store?: string, json?: boolean }) => {
+    .addHelpText('after', '\nThe daemon must not be running (verify reads the store alone): unmount first.\n\nExample:\n  rewindfs unmount -w ~/project && rewindfs verify -w ~/project\n  rewindfs verify --store /var/lib/rewindfs/stores/x --repair')
+    .action(async (o: { workspace?: string, store?: string, json?: boolean, repair?: boolean }) => {
       const loc = o.store !== undefined ? null : locate(o)
       const store = loc ? loc.store : path.resolve(o.store!)
       const unmount = loc ? `rewindfs unmount -w ${loc.workspace}` : 'rewindfs unmount -w DIR'
@@ -373,9 +375,24 @@ export function program (): Command {
         throw new CliError(`the daemon for this workspace is running (pid ${info.pid}) and holds the store; verify reads the store alone: ${unmount}, then rewindfs verify`)
       }
       let r
-      try { r = await verifyStore(store) } catch (e) {
-        if (e instanceof VerifyError) throw new CliError(e.message)
-        throw e
+      if (o.repair) {
+        let rep
+        try { rep = await repairStore(store) } catch (e) {
+          if (e instanceof RepairError) throw new CliError(e.message)
+          throw e
+        }
+        if (o.json) { console.log(JSON.stringify(rep)); if (!rep.after.ok) process.exitCode = 1; return }
+        if (rep.before) console.log(`before repair: ${rep.before.ok ? 'clean' : `${rep.before.problems.length} problem${rep.before.problems.length === 1 ? '' : 's'}`}`)
+        for (const a of rep.actions.slice(0, 50)) console.log(`repaired: ${a}`)
+        if (rep.actions.length > 50) console.log(`repaired: ... and ${rep.actions.length - 50} more (--json lists all)`)
+        if (rep.actions.length === 0) console.log('nothing to repair')
+        if (!rep.after.ok) console.log('could not be repaired (these need a backup of the store, or the checkpoints they name are lost):')
+        r = rep.after
+      } else {
+        try { r = await verifyStore(store) } catch (e) {
+          if (e instanceof VerifyError) throw new CliError(e.message)
+          throw e
+        }
       }
       if (o.json) console.log(JSON.stringify(r))
       else {

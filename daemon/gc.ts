@@ -14,7 +14,9 @@
  *  - pinned checkpoints (`rewindfs pin`);
  *  - checkpoints whose context names a live run (`{run: NAME}`, as the
  *    client's runner stores it): a run is live until it is ended
- *    (`run_end`) or has marked nothing for `runIdleMs`.
+ *    (`run_end`, which the runner sends when it finishes; a later
+ *    checkpoint of the same run makes it live again) or has marked nothing
+ *    for `runIdleMs`.
  * A kept checkpoint whose parent is dropped gets the nearest kept ancestor
  * as its parent; a branch left with no checkpoint is deleted (never the
  * current one).
@@ -242,8 +244,11 @@ async function choose (db: StoreDb, gens: Generations, policy: GcPolicy, now: nu
   }
   for (const [id, run] of runOf) {
     if (keep.has(id)) continue
-    const ended = await db.get<RunRecord>('run', run)
-    if (!ended && now - (runLast.get(run) ?? 0) < policy.runIdleMs) keep.add(id)
+    const end = await db.get<RunRecord>('run', run)
+    const last = runLast.get(run) ?? 0
+    // ended only by an end newer than its last checkpoint (a run name used again is live again)
+    const ended = (end !== undefined && end.ended >= last) || now - last >= policy.runIdleMs
+    if (!ended) keep.add(id)
   }
   const dropped = cps.filter(c => !keep.has(c.id)).map(c => c.id).sort((a, b) => a - b)
   const droppedSet = new Set(dropped)

@@ -120,6 +120,11 @@ export async function verifyStore (storeDir: string): Promise<VerifyReport> {
   }
 }
 
+/** Verifies an opened store (for repair, which verifies before and after). Same checks as verifyStore. */
+export async function verifyOpened (store: string, db: StoreDb, blocks: BlockStore): Promise<VerifyReport> {
+  return await run(store, db, blocks)
+}
+
 async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<VerifyReport> {
   const problems: VerifyProblem[] = []
   let dropped = 0

@@ -66,6 +66,14 @@ export interface BlockProblem {
   message: string
 }
 
+/** A valid block record found by `scanPacks`. */
+export interface ScannedBlock {
+  id: BlockId
+  location: BlockLocation
+  /** xxh64 as 16 hex digits */
+  hash: string
+}
+
 /** Meta key of the next BlockId to allocate (a number). */
 export const META_NEXT_BLOCK_ID = 'nextBlockId'
 
@@ -448,6 +456,45 @@ export class BlockStore {
   /** Free bytes above the reserve on the store's filesystem (may be negative). One statfs. */
   spaceAboveReserve (): number {
     return this.space.aboveReserve()
+  }
+
+  // ---- repair (daemon/repair.ts) -----------------------------------------
+
+  /**
+   * Scans every pack (`verify --repair`): reads each record, keeps those
+   * whose bytes hash to the hash in their header, and returns them by
+   * BlockId (the newest record wins: highest pack, then offset, FORMAT.md
+   * "Packs") and by hash. Packs with no pack header are listed in
+   * `unreadable`. O(store size) reads; yields to the event loop between
+   * records.
+   */
+  async scanPacks (): Promise<{ byId: Map<BlockId, ScannedBlock>, byHash: Map<string, ScannedBlock>, records: number, unreadable: string[] }> {
+    const byId = new Map<BlockId, ScannedBlock>()
+    const byHash = new Map<string, ScannedBlock>()
+    const unreadable: string[] = []
+    let records = 0
+    const buf = Buffer.allocUnsafe(BLOCK_SIZE)
+    for (const pack of [...this.packs.listPacks().keys()].sort((a, b) => a - b)) {
+      try {
+        for (const r of this.packs.scanPack(pack)) {
+          if (++records % VERIFY_YIELD_EVERY === 0) await new Promise(resolve => setImmediate(resolve))
+          this.packs.readInto(r.location, buf, 0, 0, r.location.length)
+          if (this.hash(buf.subarray(0, r.location.length)) !== r.hash) continue
+          const b: ScannedBlock = { id: r.id, location: r.location, hash: hashHex(r.hash) }
+          byId.set(r.id, b)
+          byHash.set(b.hash, b)
+        }
+      } catch (err) {
+        unreadable.push(`${this.packs.packPath(pack)}: ${(err as Error).message}`)
+      }
+    }
+    return { byId, byHash, records, unreadable }
+  }
+
+  /** The index hash of block `id` as 16 hex digits, or undefined when it is not in the index. */
+  indexHash (id: BlockId): string | undefined {
+    const e = this.entries.get(id)
+    return e ? hashHex(e.hash) : undefined
   }
 
   /** Close the pack fds (not the db). Await `sync()` first if pending bytes matter. */

@@ -18,6 +18,7 @@
 import { ClassicLevel } from 'classic-level'
 import { Packr } from 'msgpackr'
 import * as path from 'node:path'
+import * as fs from 'node:fs'
 import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, StoreLockedError, storeIoError } from './errors.js'
 
 /** Kinds of record, one key prefix (sublevel) each. Values of all but `meta` and `block` are owned by other modules. */
@@ -165,8 +166,13 @@ export class StoreDb {
   static async open (storeDir: string): Promise<StoreDb> {
     const location = path.join(storeDir, META_DIR)
     const level: Level = new ClassicLevel<string, Uint8Array>(location, { keyEncoding: 'utf8', valueEncoding: 'view' })
+    // only a new (absent or empty) directory is created: LevelDB would take a
+    // database whose CURRENT file is lost for a missing one, start an empty
+    // one over it and delete the old files as obsolete
+    let fresh = true
+    try { fresh = fs.readdirSync(location).length === 0 } catch {}
     try {
-      await level.open({ createIfMissing: true })
+      await level.open({ createIfMissing: fresh })
     } catch (err) {
       throw openError(location, err)
     }
