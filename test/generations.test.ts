@@ -89,3 +89,47 @@ t.test('checkpoints survive closing and reopening the store', async t => {
   t.same(await s.gens.context(c1.id), { messages: ['hi'] }, 'its context is stored with it')
   await s.close()
 })
+
+t.test('restore journal: a crash after the intent completes the restore at the next start; before it, nothing happened', async t => {
+  for (const crash of ['after the intent', 'before the intent'] as const) {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-gen-'))
+    t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
+    const lowerDir = path.join(root, 'lower')
+    fs.mkdirSync(lowerDir)
+    let s = await open(root, lowerDir)
+    write(s.ws, '/f', 'one')
+    const c1 = await s.gens.mark(s.ws, { label: 'one' })
+    write(s.ws, '/f', 'two')
+    const c2 = await s.gens.mark(s.ws, { label: 'two' })
+    // the "crash": from the chosen write on, nothing reaches the store
+    const db = s.db as unknown as { writeOps: (...a: unknown[]) => Promise<void> }
+    const real = db.writeOps.bind(s.db)
+    let writes = 0
+    db.writeOps = async (...a: unknown[]) => {
+      writes++
+      if (crash === 'before the intent' || writes > 1) throw new Error('the daemon died here')
+      return await real(...a)
+    }
+    const r = await s.gens.restore(s.ws, c1.id, noInvalidate).then(() => 'resolved', (e: Error) => e.message)
+    t.equal(r, crash === 'after the intent' ? 'resolved' : 'the daemon died here',
+      crash === 'after the intent' ? 'the restore is acknowledged once its intent is durable' : 'a restore whose intent is not written fails')
+    db.writeOps = real
+    await s.close()
+    s = await open(root, lowerDir)
+    t.equal(s.gens.state.head, c2.id, `${crash}: the stored head is still checkpoint ${c2.id}`)
+    const done = await s.gens.completeInterruptedRestore()
+    await s.close()
+    s = await open(root, lowerDir)
+    if (crash === 'after the intent') {
+      t.equal(done?.to, c1.id, 'the start finds the journaled restore and completes it')
+      t.equal(s.gens.state.head, c1.id, `the head is checkpoint ${c1.id}`)
+      t.equal(read(s.ws, '/f'), 'one', 'the workspace is the restored checkpoint')
+      t.equal(s.gens.branches.get(s.gens.state.branch)?.base, c1.id, 'on a new branch from it')
+    } else {
+      t.equal(done, null, 'no journal: nothing to complete')
+      t.equal(read(s.ws, '/f'), 'two', 'the workspace is as before the restore')
+    }
+    t.equal(await s.db.get('meta', 'restore'), undefined, 'the journal is empty')
+    await s.close()
+  }
+})
