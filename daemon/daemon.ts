@@ -158,11 +158,15 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
    * checkpoint instead of trusting the half-written directory. The outcome
    * goes to `<store>/unmount.json` for the CLI.
    */
+  /** the garbage collection in progress (one at a time); unmount waits for it before closing the store */
+  let gcRun: Promise<unknown> | null = null
+
   const shutdown = async (discard: boolean): Promise<void> => {
     if (phase !== 'MOUNTED') return await closed
     phase = 'UNMOUNTING'
     const outcome: UnmountOutcome = { ok: true, discarded: discard, checkpoint: null, errors: [], time: Date.now() }
     try {
+      if (gcRun) await gcRun.catch(() => {})
       if (!discard && gens.isDirty(ws)) await gens.mark(ws, { label: 'unmount' })
       outcome.checkpoint = state.head
       await fuse.unmount()
@@ -215,7 +219,10 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     unmount: shutdown,
     gc: async (policy) => {
       if (phase !== 'MOUNTED') throw new ApiError('E_NOT_MOUNTED', 'the workspace is unmounting; run rewindfs gc after the unmount (it opens the store itself)')
-      return await collectGarbage({ db, blocks, gens, ws: live, storeDir: o.store, log }, policy)
+      if (gcRun) throw new ApiError('E_BUSY', 'a garbage collection is already running; wait for it to finish')
+      const run = collectGarbage({ db, blocks, gens, ws: live, storeDir: o.store, log }, policy)
+      gcRun = run
+      try { return await run } finally { gcRun = null }
     }
   })
   const token = await loadOrCreateToken(o.store)
