@@ -242,7 +242,13 @@ export class FuseMount {
       setxattr: st('setxattr', (p: string, name: string, value: Buffer, position: number, flags: number) => ws.setxattr(p, name, value, flags)),
       // the kernel asks for security.capability before every write: a miss answers ENODATA (null) without throwing
       getxattr: val('getxattr', (p: string, name: string) => { const v = ws.xattr(p, name); return v === undefined ? null : Buffer.from(v) }) as any,
-      listxattr: val('listxattr', (p: string) => ws.listxattr(p)) as any,
+      // trusted.* names are listed to root only, as native filesystems do for
+      // callers without CAP_SYS_ADMIN (the kernel passes FUSE's list through
+      // unfiltered; getting or setting them is refused by the kernel itself)
+      listxattr: val('listxattr', (p: string) => {
+        const names = ws.listxattr(p)
+        return self.caller().uid === 0 ? names : names.filter(n => !n.startsWith('trusted.'))
+      }) as any,
       removexattr: st('removexattr', (p: string, name: string) => ws.removexattr(p, name))
     }
   }
