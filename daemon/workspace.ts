@@ -797,12 +797,21 @@ const ZERO = Buffer.alloc(BLOCK_SIZE)
  * through (the kernel's handler has an empty prefix), so an unknown
  * namespace ("bogus.x") must fail here with EOPNOTSUPP as on ext4/tmpfs.
  * "system." names other than POSIX ACLs (which the kernel intercepts before
- * FUSE) are not supported either.
+ * FUSE) are not supported either. A name that is only a namespace prefix
+ * ("user.") fails with EINVAL, as the kernel does for native filesystems.
  */
 function checkXattrName (path: string, name: string): void {
-  if (name.startsWith('user.') || name.startsWith('trusted.') || name.startsWith('security.')) return
+  for (const prefix of XATTR_NAMESPACES) {
+    if (!name.startsWith(prefix)) continue
+    // "user." alone reaches us too; Linux refuses a name with nothing after its namespace
+    if (name.length === prefix.length) fail(EINVAL, `${path}: xattr name ${name} has nothing after its namespace`)
+    return
+  }
   fail(ENOTSUP, `${path}: xattr namespace of ${name} is not supported`)
 }
+
+/** Namespaces of checkXattrName. */
+const XATTR_NAMESPACES = ['user.', 'trusted.', 'security.']
 
 /** True when every byte is 0 (native memcmp against a zero block). */
 function isZero (b: Uint8Array): boolean {
