@@ -153,20 +153,23 @@ export async function restoreAndCompare (t: Test, m: Mounted, to: Marked, times:
 }
 
 /**
- * The rewind cycle of one tool: mark "`tool`: done" + manifest; `damage()`;
+ * The rewind cycle of one tool: mark "`tool`: done" + manifest (or take
+ * `checkpoint`, marked just before); `damage()`;
  * the manifest must now differ and `damagedCheck` (the tool's check, which
  * must see the damage) runs; restore; the manifest must be identical and
  * `check()` (the tool's own check) must pass. Returns the checkpoint.
  */
 export async function rewindCycle (t: Test, m: Mounted, times: Timings, o: {
   tool: string
+  /** a checkpoint just marked (with its manifest) to use instead of marking one here */
+  checkpoint?: Marked
   damage: () => Promise<void>
   /** asserts that the tool's check fails on the damaged tree (so the check can fail) */
   damagedCheck: () => Promise<void>
   /** asserts the tool's own check passes */
   check: () => Promise<void>
 }): Promise<Marked> {
-  const cp = await markWithManifest(m, `${o.tool}: done`, times)
+  const cp = o.checkpoint ?? await markWithManifest(m, `${o.tool}: done`, times)
   await times.time(`damage (${o.tool})`, o.damage)
   const damaged = await manifest(m.dir)
   const dd = manifestDiff(cp.good.lines, damaged.lines)
