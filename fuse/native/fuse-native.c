@@ -34,6 +34,9 @@
  *  7. kernel cache invalidation on a dedicated pthread (see bottom part).
  *  8. plain synchronous xattr syscalls on the backing filesystem (never the
  *     mount): fuse_native_lxattrs, fuse_native_lsetxattr, fuse_native_lremovexattr.
+ *  9. ENOENT -> ESTALE for requests on a node libfuse no longer has a path
+ *     for (a rename replaced it, an unlink removed it) so the kernel looks
+ *     the path up again instead of failing open/stat (see fn_stale_*).
  */
 
 static int IS_ARRAY_BUFFER_DETACH_SUPPORTED = 0;
@@ -182,6 +185,8 @@ typedef struct {
   int inval_inited;
   int alive;
   int layout_ok;
+  // rewindfs: 1 when the channel answers ESTALE for nodes without a path (patch 9)
+  int stale_wrapped;
   // rewindfs: dedicated notify pthread + job queue (never the JS thread, never
   // the libuv pool, which async handlers need while a notify blocks).
   pthread_t notify_thread;
@@ -1397,6 +1402,116 @@ static void fn_inval_stop (fuse_thread_t *ft) {
   pthread_mutex_unlock(&(ft->q_mut));
 }
 
+// ---------------------------------------------------------------------------
+// rewindfs: stale nodes answer ESTALE, not ENOENT.
+//
+// A reader that resolved "doc.txt" from the dentry cache just before another
+// process renamed a temporary file over it sends OPEN (or GETATTR for the
+// permission check) for the node of the REPLACED file. A native filesystem
+// opens that inode (it is still alive); libfuse 2.9's high-level API has
+// already dropped the node's name (rename_node / unlink_node) and answers
+// ENOENT from get_path() without calling us, so open(2)/stat(2) of a name that
+// never stopped existing fails. ESTALE is the kernel's signal for "this cached
+// lookup is no longer valid": path walks (do_filp_open, vfs_statx, ...) retry
+// once with LOOKUP_REVAL, which re-looks the name up and reaches the new file.
+//
+// libfuse gives no hook between get_path() and the reply, so the kernel
+// channel is wrapped: receive() remembers the unique ids of requests that
+// name an existing node (opcodes below; not LOOKUP/CREATE/MKDIR/..., whose
+// ENOENT is a real answer about a name), send() turns their -ENOENT reply
+// into -ESTALE. A restore that removed a path the kernel still holds ends up
+// the same way (re-lookup, then ENOENT from LOOKUP). `struct fuse_chan` is
+// libfuse 2.9.9's private lib/fuse_session.c layout with `op` first; the wrap
+// is applied only when fuse_chan_fd/bufsize/data agree with the mirror.
+// ---------------------------------------------------------------------------
+
+struct fn_chan_prefix {
+  struct fuse_chan_ops op;
+  struct fuse_session *se;
+  int fd;
+  size_t bufsize;
+  void *data;
+  int compat;
+};
+
+// Linux's struct fuse_in_header / fuse_out_header (stable kernel ABI).
+struct fn_in_header { uint32_t len; uint32_t opcode; uint64_t unique; uint64_t nodeid; uint32_t uid; uint32_t gid; uint32_t pid; uint32_t padding; };
+struct fn_out_header { uint32_t len; int32_t error; uint64_t unique; };
+
+#define FN_STALE_SLOTS 512
+static struct { struct fuse_chan *ch; uint64_t unique; } fn_stale_pending[FN_STALE_SLOTS];
+static int fn_stale_high = 0; // slots [0, high) may be in use
+static pthread_mutex_t fn_stale_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fuse_chan_ops fn_stale_orig;
+static int fn_stale_have_orig = 0;
+
+// GETATTR, SETATTR, READLINK, OPEN, SETXATTR, GETXATTR, LISTXATTR,
+// REMOVEXATTR, OPENDIR, ACCESS: the request's node is its target.
+static int fn_stale_opcode (uint32_t op) {
+  return op == 3 || op == 4 || op == 5 || op == 14 || (op >= 21 && op <= 24) || op == 27 || op == 34;
+}
+
+static int fn_stale_receive (struct fuse_chan **chp, char *buf, size_t size) {
+  struct fuse_chan *ch = *chp;
+  int res = fn_stale_orig.receive(chp, buf, size);
+  if (res >= (int) sizeof(struct fn_in_header)) {
+    struct fn_in_header *in = (struct fn_in_header *) buf;
+    if (fn_stale_opcode(in->opcode)) {
+      pthread_mutex_lock(&fn_stale_lock);
+      for (int i = 0; i < FN_STALE_SLOTS; i++) {
+        if (fn_stale_pending[i].ch == NULL) {
+          fn_stale_pending[i].ch = ch;
+          fn_stale_pending[i].unique = in->unique;
+          if (i >= fn_stale_high) fn_stale_high = i + 1;
+          break;
+        }
+      }
+      // all slots busy: this request keeps libfuse's plain answer
+      pthread_mutex_unlock(&fn_stale_lock);
+    }
+  }
+  return res;
+}
+
+static int fn_stale_send (struct fuse_chan *ch, const struct iovec iov[], size_t count) {
+  if (count > 0 && iov[0].iov_len >= sizeof(struct fn_out_header)) {
+    struct fn_out_header *out = (struct fn_out_header *) iov[0].iov_base;
+    if (out->unique != 0) {
+      pthread_mutex_lock(&fn_stale_lock);
+      for (int i = 0; i < fn_stale_high; i++) {
+        if (fn_stale_pending[i].ch == ch && fn_stale_pending[i].unique == out->unique) {
+          fn_stale_pending[i].ch = NULL;
+          while (fn_stale_high > 0 && fn_stale_pending[fn_stale_high - 1].ch == NULL) fn_stale_high--;
+          if (out->error == -ENOENT) out->error = -ESTALE;
+          break;
+        }
+      }
+      pthread_mutex_unlock(&fn_stale_lock);
+    }
+  }
+  return fn_stale_orig.send(ch, iov, count);
+}
+
+// Called by fuse_native_mount right after fuse_mount, before any request.
+// Returns 1 when the channel is wrapped.
+static int fn_stale_wrap (struct fuse_chan *ch) {
+  struct fn_chan_prefix *c = (struct fn_chan_prefix *) ch;
+  if (fuse_version() != 29 || c == NULL) return 0;
+  if (c->fd != fuse_chan_fd(ch) || c->bufsize != fuse_chan_bufsize(ch) || c->data != fuse_chan_data(ch)) return 0;
+  if (c->op.receive == NULL || c->op.send == NULL || c->op.receive == fn_stale_receive) return c->op.receive == fn_stale_receive;
+  pthread_mutex_lock(&fn_stale_lock);
+  // every kernel channel has the same ops (fuse_kern_chan.c); keep the first
+  int ok = !fn_stale_have_orig || (fn_stale_orig.receive == c->op.receive && fn_stale_orig.send == c->op.send);
+  if (ok && !fn_stale_have_orig) { fn_stale_orig = c->op; fn_stale_have_orig = 1; }
+  // slots of an earlier channel at the same address are stale
+  for (int i = 0; i < FN_STALE_SLOTS; i++) if (fn_stale_pending[i].ch == ch) fn_stale_pending[i].ch = NULL;
+  pthread_mutex_unlock(&fn_stale_lock);
+  if (!ok) return 0;
+  c->op.receive = fn_stale_receive;
+  c->op.send = fn_stale_send;
+  return 1;
+}
+
 NAPI_METHOD(fuse_native_mount) {
   NAPI_ARGV(7)
 
@@ -1473,6 +1588,9 @@ NAPI_METHOD(fuse_native_mount) {
     napi_throw_error(env, "fuse failed", "fuse failed");
     return NULL;
   }
+
+  // rewindfs: stale nodes answer ESTALE (patch 9)
+  ft->stale_wrapped = fn_stale_wrap(ch);
 
   struct fuse *fuse = fuse_new(ch, &args, &ops, sizeof(struct fuse_operations), ft);
 
