@@ -50,7 +50,7 @@
  *   a complete version too. The final file must be version N of a writer and
  *   no temporary file may be left.
  *
- * Sizes: CI form 12 C files; 40 package trees in the tar and 30 in the rsync
+ * Sizes: CI form 12 C files; 30 package trees in the tar and 25 in the rsync
  * source; 2 writers × 150 saves, 1 reader. REWINDFS_TOOLS_SCALE=large: 300 C
  * files; the whole node_modules in the tar and the rsync source; 3 writers ×
  * 2000 saves, 2 readers.
@@ -63,8 +63,8 @@ import { mountWorkspace, type Mounted } from './helpers/mount.js'
 import { PROJECT, PYTHON, scale, run, ok, background, Timings, manifest, sameManifest, rewindCycle, unmountAndCompare, type Marked } from './helpers/tools.js'
 
 const C_FILES = scale(12, 300)
-const TAR_PACKAGES = scale(40, Infinity)
-const RSYNC_PACKAGES = scale(30, Infinity)
+const TAR_PACKAGES = scale(30, Infinity)
+const RSYNC_PACKAGES = scale(25, Infinity)
 const SAVE_WRITERS = scale(2, 3)
 const SAVE_READERS = scale(1, 2)
 const SAVES = scale(150, 2000)

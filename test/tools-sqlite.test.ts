@@ -28,7 +28,7 @@
  * there too.
  *
  * Sizes: CI form 2 writers × 600 transactions × 5 rows, 1 reader;
- * REWINDFS_TOOLS_SCALE=large: 4 writers × 3000 × 10, 2 readers, 3 rounds
+ * REWINDFS_TOOLS_SCALE=large: 4 writers × 2000 × 10, 2 readers, 2 rounds
  * (each round appends to the same database; a mid-write checkpoint per round).
  */
 import t, { type Test } from 'tap'
@@ -39,9 +39,9 @@ import { PYTHON, scale, run, ok, background, Timings, markWithManifest, restoreA
 
 const WRITERS = scale(2, 4)
 const READERS = scale(1, 2)
-const TXS = scale(600, 3000)
+const TXS = scale(600, 2000)
 const ROWS = scale(5, 10)
-const ROUNDS = scale(1, 3)
+const ROUNDS = scale(1, 2)
 
 /** writer: DB W TXS ROWS START GOFILE — connects, prints "ready", waits for GOFILE, commits TXS transactions of ROWS rows, seq from START+1; prints its last seq after each commit */
 const WRITER_PY = `

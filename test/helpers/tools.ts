@@ -18,7 +18,7 @@ import path from 'node:path'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
-import type { Test } from 'tap'
+import tap, { type Test } from 'tap'
 import type { Mounted } from './mount.js'
 import { type Manifest, manifest, manifestDiff } from '../../scripts/manifest.js'
 
@@ -32,6 +32,9 @@ export const LARGE = process.env.REWINDFS_TOOLS_SCALE === 'large'
 if (process.env.REWINDFS_TOOLS_SCALE !== undefined && !['ci', 'large'].includes(process.env.REWINDFS_TOOLS_SCALE)) {
   throw new Error(`REWINDFS_TOOLS_SCALE=${process.env.REWINDFS_TOOLS_SCALE}: expected "ci" (default) or "large"`)
 }
+
+// the long form outlasts the runner's per-file timeout (test.sh: 300 s); tell it (root timeout, ms)
+if (LARGE) tap.setTimeout(4 * 3600 * 1000)
 
 /** `ci` in the CI form, `large` in the long form. */
 export function scale<T> (ci: T, large: T): T { return LARGE ? large : ci }
