@@ -36,7 +36,8 @@
  *     mount): fuse_native_lxattrs, fuse_native_lsetxattr, fuse_native_lremovexattr.
  *  9. ENOENT -> ESTALE for requests on a node libfuse no longer has a path
  *     for (a rename replaced it, an unlink removed it) so the kernel looks
- *     the path up again instead of failing open/stat (see fn_stale_*).
+ *     the path up again instead of failing open/stat; a LOOKUP and a RENAME
+ *     of the same name reach libfuse one after the other (see fn_stale_*).
  */
 
 static int IS_ARRAY_BUFFER_DETACH_SUPPORTED = 0;
@@ -1420,9 +1421,14 @@ static void fn_inval_stop (fuse_thread_t *ft) {
 // name an existing node (opcodes below; not LOOKUP/CREATE/MKDIR/..., whose
 // ENOENT is a real answer about a name), send() turns their -ENOENT reply
 // into -ESTALE. A restore that removed a path the kernel still holds ends up
-// the same way (re-lookup, then ENOENT from LOOKUP). `struct fuse_chan` is
-// libfuse 2.9.9's private lib/fuse_session.c layout with `op` first; the wrap
-// is applied only when fuse_chan_fd/bufsize/data agree with the mirror.
+// the same way (re-lookup, then ENOENT from LOOKUP).
+//
+// The same wrapper orders LOOKUP against RENAME of the same name (see
+// fn_stale_receive): the kernel's re-lookups (d_revalidate, no directory
+// lock) made libfuse's LOOKUP race a RENAME and pair the node of one file with
+// the attributes of another. `struct fuse_chan` is libfuse 2.9.9's private
+// lib/fuse_session.c layout with `op` first; the wrap is applied only when
+// fuse_chan_fd/bufsize/data agree with the mirror.
 // ---------------------------------------------------------------------------
 
 struct fn_chan_prefix {
@@ -1438,12 +1444,27 @@ struct fn_chan_prefix {
 struct fn_in_header { uint32_t len; uint32_t opcode; uint64_t unique; uint64_t nodeid; uint32_t uid; uint32_t gid; uint32_t pid; uint32_t padding; };
 struct fn_out_header { uint32_t len; int32_t error; uint64_t unique; };
 
-#define FN_STALE_SLOTS 512
-static struct { struct fuse_chan *ch; uint64_t unique; } fn_stale_pending[FN_STALE_SLOTS];
-static int fn_stale_high = 0; // slots [0, high) may be in use
+// In-flight requests the wrapper follows, from receive() to their reply.
+#define FN_FLIGHT_SLOTS 1024
+#define FN_KIND_NODE 1    // names an existing node: -ENOENT becomes -ESTALE
+#define FN_KIND_LOOKUP 2  // LOOKUP(parent, name): key[0]
+#define FN_KIND_RENAME 3  // RENAME(olddir, oldname, newdir, newname): key[0], key[1]
+struct fn_flight {
+  struct fuse_chan *ch; // NULL: free slot
+  uint64_t unique;
+  uint64_t seq;
+  int kind;
+  uint64_t key[2];
+};
+static struct fn_flight fn_flights[FN_FLIGHT_SLOTS];
+static int fn_flight_high = 0; // slots [0, high) may be in use
+static uint64_t fn_flight_seq = 0;
 static pthread_mutex_t fn_stale_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fn_flight_done = PTHREAD_COND_INITIALIZER;
 static struct fuse_chan_ops fn_stale_orig;
 static int fn_stale_have_orig = 0;
+// longest wait of a LOOKUP/RENAME for an overlapping one (a safety valve, never expected)
+#define FN_ORDER_WAIT_NS 2000000000LL
 
 // GETATTR, SETATTR, READLINK, OPEN, SETXATTR, GETXATTR, LISTXATTR,
 // REMOVEXATTR, OPENDIR, ACCESS: the request's node is its target.
@@ -1451,25 +1472,94 @@ static int fn_stale_opcode (uint32_t op) {
   return op == 3 || op == 4 || op == 5 || op == 14 || (op >= 21 && op <= 24) || op == 27 || op == 34;
 }
 
+// FNV-1a of (directory node id, name): equal names in one directory, equal keys
+static uint64_t fn_name_key (uint64_t dir, const char *name, size_t len) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int i = 0; i < 8; i++) { h ^= (dir >> (8 * i)) & 0xff; h *= 1099511628211ULL; }
+  for (size_t i = 0; i < len; i++) { h ^= (unsigned char) name[i]; h *= 1099511628211ULL; }
+  return h;
+}
+
+// A LOOKUP and a RENAME of the same name overlap: returns 1 when `e` must wait for `o`.
+static int fn_flight_blocks (const struct fn_flight *e, const struct fn_flight *o) {
+  if (o->ch != e->ch || o->seq >= e->seq) return 0;
+  if (!((e->kind == FN_KIND_LOOKUP && o->kind == FN_KIND_RENAME) || (e->kind == FN_KIND_RENAME && o->kind == FN_KIND_LOOKUP))) return 0;
+  int ek = e->kind == FN_KIND_RENAME ? 2 : 1;
+  int ok = o->kind == FN_KIND_RENAME ? 2 : 1;
+  for (int i = 0; i < ek; i++) for (int j = 0; j < ok; j++) if (e->key[i] == o->key[j]) return 1;
+  return 0;
+}
+
+// Parses the request in buf (res bytes): kind and keys; 0 when not followed.
+static int fn_flight_parse (const char *buf, int res, struct fn_flight *e) {
+  const struct fn_in_header *in = (const struct fn_in_header *) buf;
+  const char *body = buf + sizeof(struct fn_in_header);
+  size_t blen = (size_t) res - sizeof(struct fn_in_header);
+  if (fn_stale_opcode(in->opcode)) { e->kind = FN_KIND_NODE; return 1; }
+  if (in->opcode == 1) { // LOOKUP: name\0
+    size_t n = strnlen(body, blen);
+    if (n == blen) return 0;
+    e->kind = FN_KIND_LOOKUP;
+    e->key[0] = fn_name_key(in->nodeid, body, n);
+    return 1;
+  }
+  if (in->opcode == 12 || in->opcode == 45) { // RENAME: {newdir}; RENAME2: {newdir, flags, padding}; oldname\0newname\0
+    size_t hdr = in->opcode == 12 ? 8 : 16;
+    if (blen < hdr + 2) return 0;
+    uint64_t newdir;
+    memcpy(&newdir, body, 8);
+    const char *oldname = body + hdr;
+    size_t rest = blen - hdr;
+    size_t on = strnlen(oldname, rest);
+    if (on == rest) return 0;
+    const char *newname = oldname + on + 1;
+    size_t nn = strnlen(newname, rest - on - 1);
+    if (nn == rest - on - 1) return 0;
+    e->kind = FN_KIND_RENAME;
+    e->key[0] = fn_name_key(in->nodeid, oldname, on);
+    e->key[1] = fn_name_key(newdir, newname, nn);
+    return 1;
+  }
+  return 0;
+}
+
 static int fn_stale_receive (struct fuse_chan **chp, char *buf, size_t size) {
   struct fuse_chan *ch = *chp;
   int res = fn_stale_orig.receive(chp, buf, size);
-  if (res >= (int) sizeof(struct fn_in_header)) {
-    struct fn_in_header *in = (struct fn_in_header *) buf;
-    if (fn_stale_opcode(in->opcode)) {
-      pthread_mutex_lock(&fn_stale_lock);
-      for (int i = 0; i < FN_STALE_SLOTS; i++) {
-        if (fn_stale_pending[i].ch == NULL) {
-          fn_stale_pending[i].ch = ch;
-          fn_stale_pending[i].unique = in->unique;
-          if (i >= fn_stale_high) fn_stale_high = i + 1;
-          break;
+  if (res < (int) sizeof(struct fn_in_header)) return res;
+  struct fn_flight e = { .ch = ch, .unique = ((struct fn_in_header *) buf)->unique };
+  if (!fn_flight_parse(buf, res, &e)) return res;
+  pthread_mutex_lock(&fn_stale_lock);
+  int slot = -1;
+  for (int i = 0; i < FN_FLIGHT_SLOTS; i++) {
+    if (fn_flights[i].ch == NULL) { slot = i; break; }
+  }
+  // all slots busy: this request keeps libfuse's plain behaviour
+  if (slot >= 0) {
+    e.seq = ++fn_flight_seq;
+    fn_flights[slot] = e;
+    if (slot >= fn_flight_high) fn_flight_high = slot + 1;
+    if (e.kind != FN_KIND_NODE) {
+      // libfuse's LOOKUP asks the file system for the path's attributes and
+      // only then finds the node of (parent, name); it locks the parent's
+      // path, not that node, so a RENAME over the name can run in between
+      // and the kernel gets one file's node with another file's attributes
+      // (size, ino): a reader then sees the file cut short. Hand such a pair
+      // to libfuse one after the other, in arrival order.
+      struct timespec deadline;
+      clock_gettime(CLOCK_REALTIME, &deadline);
+      deadline.tv_sec += FN_ORDER_WAIT_NS / 1000000000LL;
+      for (;;) {
+        int blocked = 0;
+        for (int i = 0; i < fn_flight_high && !blocked; i++) {
+          if (i != slot && fn_flight_blocks(&fn_flights[slot], &fn_flights[i])) blocked = 1;
         }
+        if (!blocked) break;
+        if (pthread_cond_timedwait(&fn_flight_done, &fn_stale_lock, &deadline) == ETIMEDOUT) break;
       }
-      // all slots busy: this request keeps libfuse's plain answer
-      pthread_mutex_unlock(&fn_stale_lock);
     }
   }
+  pthread_mutex_unlock(&fn_stale_lock);
   return res;
 }
 
@@ -1478,11 +1568,13 @@ static int fn_stale_send (struct fuse_chan *ch, const struct iovec iov[], size_t
     struct fn_out_header *out = (struct fn_out_header *) iov[0].iov_base;
     if (out->unique != 0) {
       pthread_mutex_lock(&fn_stale_lock);
-      for (int i = 0; i < fn_stale_high; i++) {
-        if (fn_stale_pending[i].ch == ch && fn_stale_pending[i].unique == out->unique) {
-          fn_stale_pending[i].ch = NULL;
-          while (fn_stale_high > 0 && fn_stale_pending[fn_stale_high - 1].ch == NULL) fn_stale_high--;
-          if (out->error == -ENOENT) out->error = -ESTALE;
+      for (int i = 0; i < fn_flight_high; i++) {
+        struct fn_flight *f = &fn_flights[i];
+        if (f->ch == ch && f->unique == out->unique) {
+          if (f->kind == FN_KIND_NODE && out->error == -ENOENT) out->error = -ESTALE;
+          if (f->kind != FN_KIND_NODE) pthread_cond_broadcast(&fn_flight_done);
+          f->ch = NULL;
+          while (fn_flight_high > 0 && fn_flights[fn_flight_high - 1].ch == NULL) fn_flight_high--;
           break;
         }
       }
@@ -1504,7 +1596,7 @@ static int fn_stale_wrap (struct fuse_chan *ch) {
   int ok = !fn_stale_have_orig || (fn_stale_orig.receive == c->op.receive && fn_stale_orig.send == c->op.send);
   if (ok && !fn_stale_have_orig) { fn_stale_orig = c->op; fn_stale_have_orig = 1; }
   // slots of an earlier channel at the same address are stale
-  for (int i = 0; i < FN_STALE_SLOTS; i++) if (fn_stale_pending[i].ch == ch) fn_stale_pending[i].ch = NULL;
+  for (int i = 0; i < FN_FLIGHT_SLOTS; i++) if (fn_flights[i].ch == ch) fn_flights[i].ch = NULL;
   pthread_mutex_unlock(&fn_stale_lock);
   if (!ok) return 0;
   c->op.receive = fn_stale_receive;
