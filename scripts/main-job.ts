@@ -33,6 +33,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { RewindClient } from '../client/client.js'
+import { type Manifest, manifest, manifestDiff, truncateMtime } from './manifest.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -73,40 +74,6 @@ function isMounted (dir: string): boolean {
 const sleep = async (ms: number): Promise<void> => await new Promise(resolve => setTimeout(resolve, ms))
 
 function fmt (ms: number): string { return ms.toFixed(1) }
-
-// ------------------------------------------------------------ manifests
-
-const MANIFEST = path.resolve(here, '../../scripts/manifest.sh')
-
-interface Manifest { lines: string[], files: number, paths: number }
-
-async function manifest (dir: string): Promise<Manifest> {
-  const r = await sh(`bash ${JSON.stringify(MANIFEST)} ${JSON.stringify(dir)}`, { cwd: os.tmpdir(), timeoutMs: 120000 })
-  const lines = r.stdout.split('\n').filter(l => l.length > 0)
-  return { lines, paths: lines.length, files: lines.filter(l => / f \d+ \d+ \d+ \d+ /.test(l)).length }
-}
-
-/** Lines only in a (`-`) and only in b (`+`), in path order. */
-function manifestDiff (a: string[], b: string[]): { count: number, shown: string[] } {
-  const sa = new Set(a)
-  const sb = new Set(b)
-  const onlyA = a.filter(l => !sb.has(l)).map(l => `- ${l}`)
-  const onlyB = b.filter(l => !sa.has(l)).map(l => `+ ${l}`)
-  const all = [...onlyA, ...onlyB].sort((x, y) => x.slice(2) < y.slice(2) ? -1 : x.slice(2) > y.slice(2) ? 1 : 0)
-  return { count: all.length, shown: all.slice(0, 12) }
-}
-
-/**
- * The manifest line with its mtime truncated to microseconds. Fields:
- * path type mode uid gid nlink size mtime hash; the mtime is the 8th field
- * counting from the path's end (our paths hold no spaces; checked).
- */
-function truncateMtime (line: string): string {
-  const m = /^(\S+ [a-zA-Z] \d+ \d+ \d+ \d+ \S+ )(\d+)(?:\.(\d*))?( .*)$/.exec(line)
-  if (!m) throw new JobError(`cannot parse manifest line: ${line}`)
-  const frac = (m[3] ?? '').padEnd(6, '0').slice(0, 6)
-  return `${m[1]}${m[2]}.${frac}${m[4]}`
-}
 
 // ------------------------------------------------------------ the job
 

@@ -34,6 +34,10 @@
  *  7. kernel cache invalidation on a dedicated pthread (see bottom part).
  *  8. plain synchronous xattr syscalls on the backing filesystem (never the
  *     mount): fuse_native_lxattrs, fuse_native_lsetxattr, fuse_native_lremovexattr.
+ *  9. ENOENT -> ESTALE for requests on a node libfuse no longer has a path
+ *     for (a rename replaced it, an unlink removed it) so the kernel looks
+ *     the path up again instead of failing open/stat; a LOOKUP and a RENAME
+ *     of the same name reach libfuse one after the other (see fn_stale_*).
  */
 
 static int IS_ARRAY_BUFFER_DETACH_SUPPORTED = 0;
@@ -182,6 +186,8 @@ typedef struct {
   int inval_inited;
   int alive;
   int layout_ok;
+  // rewindfs: 1 when the channel answers ESTALE for nodes without a path (patch 9)
+  int stale_wrapped;
   // rewindfs: dedicated notify pthread + job queue (never the JS thread, never
   // the libuv pool, which async handlers need while a notify blocks).
   pthread_t notify_thread;
@@ -1397,6 +1403,207 @@ static void fn_inval_stop (fuse_thread_t *ft) {
   pthread_mutex_unlock(&(ft->q_mut));
 }
 
+// ---------------------------------------------------------------------------
+// rewindfs: stale nodes answer ESTALE, not ENOENT.
+//
+// A reader that resolved "doc.txt" from the dentry cache just before another
+// process renamed a temporary file over it sends OPEN (or GETATTR for the
+// permission check) for the node of the REPLACED file. A native filesystem
+// opens that inode (it is still alive); libfuse 2.9's high-level API has
+// already dropped the node's name (rename_node / unlink_node) and answers
+// ENOENT from get_path() without calling us, so open(2)/stat(2) of a name that
+// never stopped existing fails. ESTALE is the kernel's signal for "this cached
+// lookup is no longer valid": path walks (do_filp_open, vfs_statx, ...) retry
+// once with LOOKUP_REVAL, which re-looks the name up and reaches the new file.
+//
+// libfuse gives no hook between get_path() and the reply, so the kernel
+// channel is wrapped: receive() remembers the unique ids of requests that
+// name an existing node (opcodes below; not LOOKUP/CREATE/MKDIR/..., whose
+// ENOENT is a real answer about a name), send() turns their -ENOENT reply
+// into -ESTALE. A restore that removed a path the kernel still holds ends up
+// the same way (re-lookup, then ENOENT from LOOKUP).
+//
+// The same wrapper orders LOOKUP against RENAME of the same name (see
+// fn_stale_receive): the kernel's re-lookups (d_revalidate, no directory
+// lock) made libfuse's LOOKUP race a RENAME and pair the node of one file with
+// the attributes of another. `struct fuse_chan` is libfuse 2.9.9's private
+// lib/fuse_session.c layout with `op` first; the wrap is applied only when
+// fuse_chan_fd/bufsize/data agree with the mirror.
+// ---------------------------------------------------------------------------
+
+struct fn_chan_prefix {
+  struct fuse_chan_ops op;
+  struct fuse_session *se;
+  int fd;
+  size_t bufsize;
+  void *data;
+  int compat;
+};
+
+// Linux's struct fuse_in_header / fuse_out_header (stable kernel ABI).
+struct fn_in_header { uint32_t len; uint32_t opcode; uint64_t unique; uint64_t nodeid; uint32_t uid; uint32_t gid; uint32_t pid; uint32_t padding; };
+struct fn_out_header { uint32_t len; int32_t error; uint64_t unique; };
+
+// In-flight requests the wrapper follows, from receive() to their reply.
+#define FN_FLIGHT_SLOTS 1024
+#define FN_KIND_NODE 1    // names an existing node: -ENOENT becomes -ESTALE
+#define FN_KIND_LOOKUP 2  // LOOKUP(parent, name): key[0]
+#define FN_KIND_RENAME 3  // RENAME(olddir, oldname, newdir, newname): key[0], key[1]
+struct fn_flight {
+  struct fuse_chan *ch; // NULL: free slot
+  uint64_t unique;
+  uint64_t seq;
+  int kind;
+  uint64_t key[2];
+};
+static struct fn_flight fn_flights[FN_FLIGHT_SLOTS];
+static int fn_flight_high = 0; // slots [0, high) may be in use
+static uint64_t fn_flight_seq = 0;
+static pthread_mutex_t fn_stale_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fn_flight_done = PTHREAD_COND_INITIALIZER;
+static struct fuse_chan_ops fn_stale_orig;
+static int fn_stale_have_orig = 0;
+// longest wait of a LOOKUP/RENAME for an overlapping one (a safety valve, never expected)
+#define FN_ORDER_WAIT_NS 2000000000LL
+
+// GETATTR, SETATTR, READLINK, OPEN, SETXATTR, GETXATTR, LISTXATTR,
+// REMOVEXATTR, OPENDIR, ACCESS: the request's node is its target.
+static int fn_stale_opcode (uint32_t op) {
+  return op == 3 || op == 4 || op == 5 || op == 14 || (op >= 21 && op <= 24) || op == 27 || op == 34;
+}
+
+// FNV-1a of (directory node id, name): equal names in one directory, equal keys
+static uint64_t fn_name_key (uint64_t dir, const char *name, size_t len) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int i = 0; i < 8; i++) { h ^= (dir >> (8 * i)) & 0xff; h *= 1099511628211ULL; }
+  for (size_t i = 0; i < len; i++) { h ^= (unsigned char) name[i]; h *= 1099511628211ULL; }
+  return h;
+}
+
+// A LOOKUP and a RENAME of the same name overlap: returns 1 when `e` must wait for `o`.
+static int fn_flight_blocks (const struct fn_flight *e, const struct fn_flight *o) {
+  if (o->ch != e->ch || o->seq >= e->seq) return 0;
+  if (!((e->kind == FN_KIND_LOOKUP && o->kind == FN_KIND_RENAME) || (e->kind == FN_KIND_RENAME && o->kind == FN_KIND_LOOKUP))) return 0;
+  int ek = e->kind == FN_KIND_RENAME ? 2 : 1;
+  int ok = o->kind == FN_KIND_RENAME ? 2 : 1;
+  for (int i = 0; i < ek; i++) for (int j = 0; j < ok; j++) if (e->key[i] == o->key[j]) return 1;
+  return 0;
+}
+
+// Parses the request in buf (res bytes): kind and keys; 0 when not followed.
+static int fn_flight_parse (const char *buf, int res, struct fn_flight *e) {
+  const struct fn_in_header *in = (const struct fn_in_header *) buf;
+  const char *body = buf + sizeof(struct fn_in_header);
+  size_t blen = (size_t) res - sizeof(struct fn_in_header);
+  if (fn_stale_opcode(in->opcode)) { e->kind = FN_KIND_NODE; return 1; }
+  if (in->opcode == 1) { // LOOKUP: name\0
+    size_t n = strnlen(body, blen);
+    if (n == blen) return 0;
+    e->kind = FN_KIND_LOOKUP;
+    e->key[0] = fn_name_key(in->nodeid, body, n);
+    return 1;
+  }
+  if (in->opcode == 12 || in->opcode == 45) { // RENAME: {newdir}; RENAME2: {newdir, flags, padding}; oldname\0newname\0
+    size_t hdr = in->opcode == 12 ? 8 : 16;
+    if (blen < hdr + 2) return 0;
+    uint64_t newdir;
+    memcpy(&newdir, body, 8);
+    const char *oldname = body + hdr;
+    size_t rest = blen - hdr;
+    size_t on = strnlen(oldname, rest);
+    if (on == rest) return 0;
+    const char *newname = oldname + on + 1;
+    size_t nn = strnlen(newname, rest - on - 1);
+    if (nn == rest - on - 1) return 0;
+    e->kind = FN_KIND_RENAME;
+    e->key[0] = fn_name_key(in->nodeid, oldname, on);
+    e->key[1] = fn_name_key(newdir, newname, nn);
+    return 1;
+  }
+  return 0;
+}
+
+static int fn_stale_receive (struct fuse_chan **chp, char *buf, size_t size) {
+  struct fuse_chan *ch = *chp;
+  int res = fn_stale_orig.receive(chp, buf, size);
+  if (res < (int) sizeof(struct fn_in_header)) return res;
+  struct fn_flight e = { .ch = ch, .unique = ((struct fn_in_header *) buf)->unique };
+  if (!fn_flight_parse(buf, res, &e)) return res;
+  pthread_mutex_lock(&fn_stale_lock);
+  int slot = -1;
+  for (int i = 0; i < FN_FLIGHT_SLOTS; i++) {
+    if (fn_flights[i].ch == NULL) { slot = i; break; }
+  }
+  // all slots busy: this request keeps libfuse's plain behaviour
+  if (slot >= 0) {
+    e.seq = ++fn_flight_seq;
+    fn_flights[slot] = e;
+    if (slot >= fn_flight_high) fn_flight_high = slot + 1;
+    if (e.kind != FN_KIND_NODE) {
+      // libfuse's LOOKUP asks the file system for the path's attributes and
+      // only then finds the node of (parent, name); it locks the parent's
+      // path, not that node, so a RENAME over the name can run in between
+      // and the kernel gets one file's node with another file's attributes
+      // (size, ino): a reader then sees the file cut short. Hand such a pair
+      // to libfuse one after the other, in arrival order.
+      struct timespec deadline;
+      clock_gettime(CLOCK_REALTIME, &deadline);
+      deadline.tv_sec += FN_ORDER_WAIT_NS / 1000000000LL;
+      for (;;) {
+        int blocked = 0;
+        for (int i = 0; i < fn_flight_high && !blocked; i++) {
+          if (i != slot && fn_flight_blocks(&fn_flights[slot], &fn_flights[i])) blocked = 1;
+        }
+        if (!blocked) break;
+        if (pthread_cond_timedwait(&fn_flight_done, &fn_stale_lock, &deadline) == ETIMEDOUT) break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&fn_stale_lock);
+  return res;
+}
+
+static int fn_stale_send (struct fuse_chan *ch, const struct iovec iov[], size_t count) {
+  if (count > 0 && iov[0].iov_len >= sizeof(struct fn_out_header)) {
+    struct fn_out_header *out = (struct fn_out_header *) iov[0].iov_base;
+    if (out->unique != 0) {
+      pthread_mutex_lock(&fn_stale_lock);
+      for (int i = 0; i < fn_flight_high; i++) {
+        struct fn_flight *f = &fn_flights[i];
+        if (f->ch == ch && f->unique == out->unique) {
+          if (f->kind == FN_KIND_NODE && out->error == -ENOENT) out->error = -ESTALE;
+          if (f->kind != FN_KIND_NODE) pthread_cond_broadcast(&fn_flight_done);
+          f->ch = NULL;
+          while (fn_flight_high > 0 && fn_flights[fn_flight_high - 1].ch == NULL) fn_flight_high--;
+          break;
+        }
+      }
+      pthread_mutex_unlock(&fn_stale_lock);
+    }
+  }
+  return fn_stale_orig.send(ch, iov, count);
+}
+
+// Called by fuse_native_mount right after fuse_mount, before any request.
+// Returns 1 when the channel is wrapped.
+static int fn_stale_wrap (struct fuse_chan *ch) {
+  struct fn_chan_prefix *c = (struct fn_chan_prefix *) ch;
+  if (fuse_version() != 29 || c == NULL) return 0;
+  if (c->fd != fuse_chan_fd(ch) || c->bufsize != fuse_chan_bufsize(ch) || c->data != fuse_chan_data(ch)) return 0;
+  if (c->op.receive == NULL || c->op.send == NULL || c->op.receive == fn_stale_receive) return c->op.receive == fn_stale_receive;
+  pthread_mutex_lock(&fn_stale_lock);
+  // every kernel channel has the same ops (fuse_kern_chan.c); keep the first
+  int ok = !fn_stale_have_orig || (fn_stale_orig.receive == c->op.receive && fn_stale_orig.send == c->op.send);
+  if (ok && !fn_stale_have_orig) { fn_stale_orig = c->op; fn_stale_have_orig = 1; }
+  // slots of an earlier channel at the same address are stale
+  for (int i = 0; i < FN_FLIGHT_SLOTS; i++) if (fn_flights[i].ch == ch) fn_flights[i].ch = NULL;
+  pthread_mutex_unlock(&fn_stale_lock);
+  if (!ok) return 0;
+  c->op.receive = fn_stale_receive;
+  c->op.send = fn_stale_send;
+  return 1;
+}
+
 NAPI_METHOD(fuse_native_mount) {
   NAPI_ARGV(7)
 
@@ -1473,6 +1680,9 @@ NAPI_METHOD(fuse_native_mount) {
     napi_throw_error(env, "fuse failed", "fuse failed");
     return NULL;
   }
+
+  // rewindfs: stale nodes answer ESTALE (patch 9)
+  ft->stale_wrapped = fn_stale_wrap(ch);
 
   struct fuse *fuse = fuse_new(ch, &args, &ops, sizeof(struct fuse_operations), ft);
 
