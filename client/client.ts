@@ -16,7 +16,7 @@ import { isErrorCode } from '../proto/errors.js'
 import {
   isConnectionInfo, isErrorReply, isEvent, isOkReply,
   type CandidateInfo, type CheckpointEvent, type CheckpointId, type CheckpointInfo, type DiffEntry, type Encoding, type Event, type EventName,
-  type ExportInfo, type HelloInfo, type MemoryAddInfo, type MemoryEntry, type MemoryGetInfo, type Op, type OpArgs, type OpResults, type RestoreEvent, type RestoreInfo,
+  type ExportInfo, type GcPolicy, type GcReport, type RunEndInfo, type HelloInfo, type MemoryAddInfo, type MemoryEntry, type MemoryGetInfo, type Op, type OpArgs, type OpResults, type RestoreEvent, type RestoreInfo,
   type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo,
 } from '../proto/messages.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
@@ -171,6 +171,25 @@ export class RewindClient {
   /** Write checkpoint `id` as plain files into absolute directory `dir` (absent or empty, outside the workspace). */
   export (args: { id: CheckpointId; dir: string }, o?: CallOptions): Promise<ExportInfo> {
     return this.call('export', { checkpoint: args.id, dir: args.dir }, o)
+  }
+
+  /** Pin checkpoint `id` (or unpin it with `pinned: false`): garbage collection never removes a pinned checkpoint. */
+  pin (args: { id: CheckpointId; pinned?: boolean }, o?: CallOptions): Promise<CheckpointInfo> {
+    return this.call('pin', { checkpoint: args.id, ...(args.pinned === undefined ? {} : { pinned: args.pinned }) }, o)
+  }
+
+  /** Say that run `run` has ended: garbage collection stops keeping the checkpoints whose context names it. */
+  runEnd (args: { run: string }, o?: CallOptions): Promise<RunEndInfo> {
+    return this.call('run_end', args, o)
+  }
+
+  /**
+   * Garbage collection with a retention policy (every field optional, see
+   * GcPolicy); the workspace stays usable meanwhile. May take seconds on a
+   * large store: give a `timeoutMs` in `o` to wait longer than the default.
+   */
+  gc (args: Partial<GcPolicy> = {}, o?: CallOptions): Promise<GcReport> {
+    return this.call('gc', args, o)
   }
 
   /** Unmount the workspace; with `discard` it gets its original content back. */

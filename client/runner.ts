@@ -136,7 +136,10 @@ export class Runner {
       final = reply.content ?? ''
       const said: AssistantMessage = calls.length === 0 ? { role: 'assistant', content: final } : { role: 'assistant', content: final, toolCalls: calls }
       messages = [...messages, said]
-      if (calls.length === 0) return { messages, final, stopped: 'finished', turns, checkpoints, rewinds }
+      if (calls.length === 0) {
+        await client.runEnd({ run })
+        return { messages, final, stopped: 'finished', turns, checkpoints, rewinds }
+      }
 
       for (const call of calls) {
         if (call.name === BACKTRACK_COMMIT && this.commits < budget) {
@@ -171,6 +174,7 @@ export class Runner {
         messages = this.answer(messages, call, await this.execute(call, budget))
       }
     }
+    await client.runEnd({ run })
     return { messages, final, stopped: 'max_turns', turns, checkpoints, rewinds }
   }
 

@@ -5,9 +5,9 @@
  * shapes, defined once in proto/messages.ts.
  */
 import type { CheckpointId } from './types.js'
-import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo } from '../proto/messages.js'
+import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo } from '../proto/messages.js'
 
-export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo } from '../proto/messages.js'
+export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo } from '../proto/messages.js'
 
 /** The daemon's operations. Every method throws an ApiError (proto/errors) with a stable code on bad input. */
 export interface RewindApi {
@@ -41,4 +41,10 @@ export interface RewindApi {
   export(req: { id: CheckpointId; dir: string }): Promise<{ files: number; bytes: number }>
   /** Unmount; the workspace directory keeps the final state, or its original content with discard. */
   unmount(req: { discard?: boolean }): Promise<{ discarded: boolean }>
+  /** Pin (pinned true) or unpin checkpoint `id`: gc never removes a pinned checkpoint. Unknown id → E_UNKNOWN_CHECKPOINT. */
+  pin(req: { id: CheckpointId; pinned: boolean }): Promise<CheckpointInfo>
+  /** Record that run `run` has ended: gc no longer keeps checkpoints for it (daemon/gc.ts). */
+  runEnd(req: { run: string }): Promise<RunEndInfo>
+  /** Garbage collection with a retention policy (missing fields: defaults), while the workspace stays in use. */
+  gc(req: Partial<GcPolicy>): Promise<GcReport>
 }

@@ -9,12 +9,17 @@ import os from 'node:os'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Command, Option } from 'commander'
+import bytes from 'bytes'
+import ms from 'ms'
+import { gcStore, GcError, DEFAULT_GC_POLICY } from './gc.js'
+import type { GcReport } from './api.js'
 import { RewindClient, RewindError, ConnectionError, TimeoutError } from '../client/client.js'
 import { defaultStore, findWorkspace, register, registered } from './paths.js'
 import { mountState, fuseMounts } from './mounts.js'
 import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from './daemon.js'
 import type { CheckpointInfo } from './api.js'
 import { verifyStore, VerifyError } from './verify.js'
+import { repairStore, RepairError } from './repair.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -29,6 +34,19 @@ function parseId (s: string): number {
   const m = /^#?(\d+)$/.exec(s.trim())
   if (!m) throw new CliError(`"${s}" is not a checkpoint id: ids are numbers, as shown by rewindfs log`)
   return Number(m[1])
+}
+
+/** A size in bytes from "65536", "64MB", "1GB" (the `bytes` package; units are powers of 1024). */
+function parseSize (s: string): number {
+  const n = /^\d+$/.test(s.trim()) ? Number(s) : bytes.parse(s)
+  if (n === null || !Number.isSafeInteger(n) || n < 0) throw new CliError(`"${s}" is not a size: give bytes, or a number with a unit such as 64MB or 1GB`)
+  return n
+}
+
+/** The reserve from $REWINDFS_RESERVE (a size), or undefined for the default. */
+function envReserve (): number | undefined {
+  const v = process.env.REWINDFS_RESERVE
+  return v === undefined || v === '' ? undefined : parseSize(v)
 }
 
 /** The workspace a command acts on: -w, else the registered workspace containing the cwd. */
@@ -102,8 +120,9 @@ export function program (): Command {
     .option('--store <dir>', 'store directory (default: under $REWINDFS_HOME, /var/lib/rewindfs for root)')
     .option('--foreground', 'run the daemon in this process (logs to stderr) instead of in the background')
     .option('--port <n>', 'loopback TCP port for the protocol (default: any free port)', v => Number(v))
+    .option('--reserve <size>', 'space kept free on the store\'s filesystem for checkpoints; new data is refused with ENOSPC below it (e.g. 64MB, 1GB; default $REWINDFS_RESERVE or 64MB)', parseSize)
     .addHelpText('after', '\nExample:\n  rewindfs mount ~/project && cd ~/project && rewindfs checkpoint -m "before refactor"')
-    .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number }) => {
+    .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number, reserve?: number }) => {
       let abs = path.resolve(dir)
       try {
         if (!fs.statSync(dir).isDirectory()) throw new CliError(`${dir} is not a directory: rewindfs mounts a directory (mkdir a new one, or give the folder that holds your files)`)
@@ -123,7 +142,7 @@ export function program (): Command {
       if (store === abs || store.startsWith(abs + '/')) throw new CliError(`the store ${store} would be inside the workspace ${abs}: give --store a directory outside it (or set REWINDFS_HOME)`)
       register(abs, store)
       if (o.foreground) {
-        const d = await startDaemon({ dir: abs, store, port: o.port })
+        const d = await startDaemon({ dir: abs, store, port: o.port, reserve: o.reserve ?? envReserve() })
         console.error(`rewindfs: ${abs} mounted (store ${store}); Ctrl-C unmounts and writes the final state back`)
         const stop = (): void => { d.shutdown(false).catch(e => console.error(`rewindfs: ${e.message}`)) }
         process.once('SIGINT', stop)
@@ -136,6 +155,7 @@ export function program (): Command {
       const out = fs.openSync(logFile, 'a')
       const args = [path.join(here, 'cli.js'), 'daemon', abs, '--store', store]
       if (o.port) args.push('--port', String(o.port))
+      if (o.reserve !== undefined) args.push('--reserve', String(o.reserve))
       const logStart = fs.fstatSync(out).size
       const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out] })
       fs.closeSync(out)
@@ -148,9 +168,10 @@ export function program (): Command {
     })
 
   p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', v => Number(v))
-    .action(async (dir: string, o: { store: string, port?: number }) => {
+    .option('--reserve <size>', '', parseSize)
+    .action(async (dir: string, o: { store: string, port?: number, reserve?: number }) => {
       register(path.resolve(dir), path.resolve(o.store))
-      const d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port })
+      const d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port, reserve: o.reserve ?? envReserve() })
       const stop = (): void => { d.shutdown(false).catch(e => console.error(`rewindfs: ${e.message}`)) }
       process.once('SIGINT', stop)
       process.once('SIGTERM', stop)
@@ -295,12 +316,56 @@ export function program (): Command {
       if (o.json) { console.log(JSON.stringify(s)); return }
       console.log(`workspace  ${s.workspace}\nstore      ${s.store}\nbranch     ${s.branch}\nhead       ${s.head === null ? '(none)' : '#' + s.head}\ninodes     ${s.inodes}\nunsaved    ${changed === null ? '-' : `${changed} paths changed`} since the head (${s.dirtyBytes} bytes written)\ndaemon     pid ${s.pid}, protocol ${s.protocol}`)
     })
+  p.command('pin').addOption(ws).argument('<id>', 'checkpoint id')
+    .description('Pin a checkpoint: garbage collection never removes it (--unpin undoes it).')
+    .option('--unpin', 'remove the pin')
+    .addHelpText('after', '\nExample:\n  rewindfs pin 12          # keep #12 whatever gc\'s policy says')
+    .action(async (id: string, o: { workspace?: string, unpin?: boolean }) => {
+      const c = await withClient(o, async cl => await cl.pin({ id: parseId(id), pinned: o.unpin !== true }))
+      console.log(`checkpoint #${c.id} ${c.pinned ? 'pinned' : 'unpinned'}`)
+    })
+
+  p.command('gc').addOption(ws)
+    .description('Remove the checkpoints the retention policy does not keep, and everything only they used; compact packs; print what went and the space returned. Works while the workspace is mounted (asks the daemon) and on a stopped store.')
+    .option('--keep-last <n>', 'keep the newest N checkpoints (default 50)', v => parseCount(v))
+    .option('--abandoned-after <duration>', 'a branch with no checkpoint newer than this is abandoned and its checkpoints go (e.g. 7d, 12h, 0 = every branch but the current one; default 7d)', v => parseDuration(v))
+    .option('--run-idle <duration>', 'a run that marked nothing for this long is over: its checkpoints are no longer kept for it (default 1d)', v => parseDuration(v))
+    .option('--dry-run', 'say what would be removed, remove nothing')
+    .option('--store <dir>', 'a stopped store directory (default: the workspace\'s)')
+    .option('--json', 'print the report as JSON')
+    .addHelpText('after', '\nAlways kept: the head, every ancestor of the current branch\'s head and of live branches\' heads, pinned checkpoints (rewindfs pin), and checkpoints of runs still going.\n\nExample:\n  rewindfs gc --keep-last 20 --abandoned-after 2d')
+    .action(async (o: { workspace?: string, keepLast?: number, abandonedAfter?: number, runIdle?: number, dryRun?: boolean, store?: string, json?: boolean }) => {
+      const policy = {
+        keepLast: o.keepLast ?? DEFAULT_GC_POLICY.keepLast,
+        abandonedAfterMs: o.abandonedAfter ?? DEFAULT_GC_POLICY.abandonedAfterMs,
+        runIdleMs: o.runIdle ?? DEFAULT_GC_POLICY.runIdleMs,
+        dryRun: o.dryRun === true
+      }
+      const loc = o.store !== undefined ? null : locate(o)
+      const store = loc ? loc.store : path.resolve(o.store!)
+      let info: { pid?: number } | null = null
+      try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch {}
+      let r: GcReport
+      if (info && typeof info.pid === 'number' && alive(info.pid)) {
+        if (!loc) throw new CliError(`the daemon (pid ${info.pid}) holds the store ${store}: run rewindfs gc -w WORKSPACE to ask it`)
+        r = await withClient(o, async c => await c.gc(policy, { timeoutMs: 3600000 }))
+      } else {
+        try { r = await gcStore(store, policy) } catch (e) {
+          if (e instanceof GcError) throw new CliError(e.message)
+          throw e
+        }
+      }
+      if (o.json) { console.log(JSON.stringify(r)); return }
+      printGcReport(r)
+    })
+
   p.command('verify').addOption(ws)
     .description('Check the store of a stopped workspace: every checkpoint\'s records, references and blocks (re-hashed). Exit 0 when clean, 1 when problems were found.')
     .option('--store <dir>', 'verify this store directory (default: the workspace\'s)')
+    .option('--repair', 'rebuild what can be rebuilt (a damaged metadata database with LevelDB\'s repair; the block index from the records in the packs), then verify again and say what could not be rebuilt')
     .option('--json', 'print the report as JSON')
-    .addHelpText('after', '\nThe daemon must not be running (verify reads the store alone): unmount first.\n\nExample:\n  rewindfs unmount -w ~/project && rewindfs verify -w ~/project')
-    .action(async (o: { workspace?: string, store?: string, json?: boolean }) => {
+    .addHelpText('after', '\nThe daemon must not be running (verify reads the store alone): unmount first.\n\nExample:\n  rewindfs unmount -w ~/project && rewindfs verify -w ~/project\n  rewindfs verify --store /var/lib/rewindfs/stores/x --repair')
+    .action(async (o: { workspace?: string, store?: string, json?: boolean, repair?: boolean }) => {
       const loc = o.store !== undefined ? null : locate(o)
       const store = loc ? loc.store : path.resolve(o.store!)
       const unmount = loc ? `rewindfs unmount -w ${loc.workspace}` : 'rewindfs unmount -w DIR'
@@ -310,9 +375,24 @@ export function program (): Command {
         throw new CliError(`the daemon for this workspace is running (pid ${info.pid}) and holds the store; verify reads the store alone: ${unmount}, then rewindfs verify`)
       }
       let r
-      try { r = await verifyStore(store) } catch (e) {
-        if (e instanceof VerifyError) throw new CliError(e.message)
-        throw e
+      if (o.repair) {
+        let rep
+        try { rep = await repairStore(store) } catch (e) {
+          if (e instanceof RepairError) throw new CliError(e.message)
+          throw e
+        }
+        if (o.json) { console.log(JSON.stringify(rep)); if (!rep.after.ok) process.exitCode = 1; return }
+        if (rep.before) console.log(`before repair: ${rep.before.ok ? 'clean' : `${rep.before.problems.length} problem${rep.before.problems.length === 1 ? '' : 's'}`}`)
+        for (const a of rep.actions.slice(0, 50)) console.log(`repaired: ${a}`)
+        if (rep.actions.length > 50) console.log(`repaired: ... and ${rep.actions.length - 50} more (--json lists all)`)
+        if (rep.actions.length === 0) console.log('nothing to repair')
+        if (!rep.after.ok) console.log('could not be repaired (these need a backup of the store, or the checkpoints they name are lost):')
+        r = rep.after
+      } else {
+        try { r = await verifyStore(store) } catch (e) {
+          if (e instanceof VerifyError) throw new CliError(e.message)
+          throw e
+        }
       }
       if (o.json) console.log(JSON.stringify(r))
       else {
@@ -323,6 +403,36 @@ export function program (): Command {
       if (!r.ok) process.exitCode = 1
     })
   return p
+}
+
+/** A count from the command line. */
+function parseCount (s: string): number {
+  if (!/^\d+$/.test(s.trim())) throw new CliError(`"${s}" is not a count: give a whole number such as 20`)
+  return Number(s)
+}
+
+/** A duration in ms from "7d", "12h", "30m", "0" (the `ms` package). */
+function parseDuration (s: string): number {
+  const n = /^\d+$/.test(s.trim()) ? Number(s) : ms(s as ms.StringValue)
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new CliError(`"${s}" is not a duration: give a number with a unit such as 7d, 12h or 30m (0 for none)`)
+  return n
+}
+
+function fmtBytes (n: number): string {
+  return bytes.format(n, { unitSeparator: ' ' }) ?? `${n} B`
+}
+
+function printGcReport (r: GcReport): void {
+  const cps = r.checkpoints
+  const verb = r.dryRun ? 'would be removed' : 'removed'
+  console.log(`${r.dryRun ? 'dry run: ' : ''}${cps.removed.length} of ${cps.before} checkpoints ${verb}${cps.removed.length ? ` (#${cps.removed.join(', #')})` : ''}; ${cps.kept} kept`)
+  if (r.branches.removed.length) console.log(`branches ${verb}: ${r.branches.removed.join(', ')}`)
+  console.log(`${verb}: ${r.nodes} table nodes and inode records, ${r.contexts} contexts, ${r.blocks.removed} blocks (${fmtBytes(r.blocks.bytes)})`)
+  if (!r.dryRun) {
+    console.log(`packs: ${r.packs.deleted} deleted, ${r.packs.compacted} compacted; ${fmtBytes(r.bytes.packsBefore)} -> ${fmtBytes(r.bytes.packsAfter)}; metadata ${fmtBytes(r.bytes.metaBefore)} -> ${fmtBytes(r.bytes.metaAfter)}`)
+    for (const n of r.packs.notCompacted) console.log(`  pack ${n.pack} not compacted: ${n.reason}`)
+  }
+  console.log(`space ${r.dryRun ? 'that would be returned (block bytes)' : 'returned'}: ${fmtBytes(r.bytes.returned)} (${fmtMs(r.ms)})`)
 }
 
 /** Runs the CLI; errors become one line on stderr and exit status 1. */

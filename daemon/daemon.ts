@@ -28,6 +28,8 @@ import { xattrIo } from '../fuse/xattr.js'
 import { exportCheckpoint } from './export.js'
 import { writeBack } from './writeback.js'
 import { mountState } from './mounts.js'
+import { collectGarbage } from './gc.js'
+import { ApiError } from '../proto/errors.js'
 
 const run = promisify(execFile)
 
@@ -38,6 +40,8 @@ export interface DaemonOptions {
   store: string
   /** TCP port for the protocol (0 = any free port) */
   port?: number
+  /** bytes kept free on the store's filesystem; new data is refused with ENOSPC below it (default 64 MiB, store/space.ts) */
+  reserve?: number
   log?: (msg: string) => void
 }
 
@@ -89,7 +93,13 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   fs.mkdirSync(o.store, { recursive: true, mode: 0o700 })
 
   const db = await StoreDb.open(o.store)
-  const blocks = await BlockStore.open(o.store, db)
+  let blocks: BlockStore
+  try {
+    blocks = await BlockStore.open(o.store, db, { reserve: o.reserve })
+  } catch (e) {
+    await db.close().catch(() => {})
+    throw e
+  }
   const gens = await Generations.open(db, blocks)
   const state = gens.state
 
@@ -103,6 +113,8 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const resumed = state.mounted && state.head !== null
   if (resumed) {
     // the daemon died while mounted: DIR still holds the session's lower layer; resume the last checkpoint
+    const completed = await gens.completeInterruptedRestore()
+    if (completed) log(`rewindfs: the previous daemon died during a restore to checkpoint ${completed.to}; the restore was completed (it was journaled before anything changed)`)
     const t = await gens.resumeTable()
     await loadAll(gens, t, gens.nodes, gens.records)
     ws = new Workspace({ blocks, lower, base: t, nextIno: state.nextIno })
@@ -147,11 +159,15 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
    * checkpoint instead of trusting the half-written directory. The outcome
    * goes to `<store>/unmount.json` for the CLI.
    */
+  /** the garbage collection in progress (one at a time); unmount waits for it before closing the store */
+  let gcRun: Promise<unknown> | null = null
+
   const shutdown = async (discard: boolean): Promise<void> => {
     if (phase !== 'MOUNTED') return await closed
     phase = 'UNMOUNTING'
     const outcome: UnmountOutcome = { ok: true, discarded: discard, checkpoint: null, errors: [], time: Date.now() }
     try {
+      if (gcRun) await gcRun.catch(() => {})
       if (!discard && gens.isDirty(ws)) await gens.mark(ws, { label: 'unmount' })
       outcome.checkpoint = state.head
       await fuse.unmount()
@@ -201,7 +217,14 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     protocol: PROTOCOL_VERSION,
     invalidate: async (items) => { await fuse.invalidate(items) },
     exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir, xattrs: xattrIo }),
-    unmount: shutdown
+    unmount: shutdown,
+    gc: async (policy) => {
+      if (phase !== 'MOUNTED') throw new ApiError('E_NOT_MOUNTED', 'the workspace is unmounting; run rewindfs gc after the unmount (it opens the store itself)')
+      if (gcRun) throw new ApiError('E_BUSY', 'a garbage collection is already running; wait for it to finish')
+      const run = collectGarbage({ db, blocks, gens, ws: live, storeDir: o.store, log }, policy)
+      gcRun = run
+      try { return await run } finally { gcRun = null }
+    }
   })
   const token = await loadOrCreateToken(o.store)
   server = await startServer({ api: service, token, port: o.port ?? 0 })

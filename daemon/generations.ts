@@ -18,7 +18,7 @@ import type { CheckpointId, GenerationId, Ino } from './types.js'
 import { type InodeRecord, decodeRecord, encodeRecord, S_IFMT } from './inode.js'
 import {
   type TableNode, type TableSource, type TableSink, applyChanges, differences, loadDifferences,
-  loadRoot, lookup, persist, emptyTable, recordId
+  loadRoot, lookup, persist, unpersist, emptyTable, recordId
 } from './itable.js'
 import { pathIn, type Workspace } from './workspace.js'
 import { TreeView } from './tree.js'
@@ -44,6 +44,8 @@ export interface CheckpointRecord {
   context: string | null
   /** segment metadata given with the mark */
   meta: unknown
+  /** garbage collection never removes a pinned checkpoint (absent: false) */
+  pinned?: boolean
 }
 
 /** Persisted branch (kind `branch`, key = name). */
@@ -78,6 +80,19 @@ export interface StoreState {
    * table root and generation; a resume after a crash starts from it
    */
   live?: { root: number, generation: GenerationId } | null
+}
+
+/** Key (kind `meta`) of the restore journal: the intent of a restore not yet committed. */
+export const RESTORE_INTENT = 'restore'
+
+/** The restore journal's record (`meta.restore`): written with sync before a restore changes anything, deleted by its commit. */
+export interface RestoreIntent {
+  /** the checkpoint being restored */
+  to: CheckpointId
+  /** the head before the restore (after its "before restore" checkpoint) */
+  from: CheckpointId | null
+  /** ms since the epoch */
+  time: number
 }
 
 /** A kernel cache invalidation item (fuse/binding.ts): [3, path] entry, [4, path, 0, 0] inode, [1, 1, 0, 0] root. */
@@ -152,6 +167,38 @@ export class Generations implements TableSource {
     return t
   }
 
+  /** Runs `fn` while no mark, fsync or restore runs (they wait for it, and it for them). */
+  exclusive<T> (fn: () => Promise<T>): Promise<T> {
+    return this.mutex.run(fn)
+  }
+
+  /**
+   * Makes the live state durable (as fsync does) and so commits every block
+   * written so far. Only from inside `exclusive` (garbage collection, which
+   * wants no pending block left in the packs it may compact).
+   */
+  async persistLive (ws: Workspace): Promise<void> {
+    await this.sync0(ws)
+  }
+
+  /** Forgets a checkpoint in memory (garbage collection, once its record is deleted). */
+  forgetCheckpoint (id: CheckpointId): void {
+    this.checkpoints.delete(id)
+    this.roots.delete(id)
+  }
+
+  /** Pins or unpins checkpoint `id` (durably); unknown id → ApiError E_UNKNOWN_CHECKPOINT. */
+  pin (id: CheckpointId, pinned: boolean): Promise<CheckpointInfo> {
+    return this.mutex.run(async () => {
+      const cp = { ...this.checkpoint(id) }
+      if (pinned) cp.pinned = true
+      else delete cp.pinned
+      await this.db.batch().put('checkpoint', id, cp).write({ sync: true })
+      this.checkpoints.set(id, cp)
+      return this.info(cp)
+    })
+  }
+
   /** Keeps a checkpoint's table in memory, dropping the least recently used beyond ROOTS_KEPT (they reload from the store). */
   private remember (id: CheckpointId, t: TableNode): void {
     this.roots.set(id, t)
@@ -185,7 +232,15 @@ export class Generations implements TableSource {
     this.state.nextIno = ws.nextIno
     this.state.inodes = this.inodes
     batch.put('meta', 'state', this.state)
+    if (this.intentOpen) {
+      // the state now says the restore happened: its journal entry goes with it
+      batch.del('meta', RESTORE_INTENT)
+      batch.onWritten(() => { this.intentOpen = false })
+    }
   }
+
+  /** a restore's intent is in the store and its commit is not known to be written */
+  private intentOpen = false
 
   /** Persists the state record alone (mount flags). */
   async saveState (ws: Workspace): Promise<void> {
@@ -208,45 +263,60 @@ export class Generations implements TableSource {
   private async mark0 (ws: Workspace, req: { label?: string, context?: unknown, meta?: unknown }): Promise<CheckpointInfo> {
     const t0 = performance.now()
     // --- the cut: synchronous, nothing else runs on this thread meanwhile
-    ws.sealAll()
+    ws.sealAll() // may fail (E_NO_SPACE): then nothing but some sealed blocks changed
     this.inodes = this.liveInodes(ws)
     const table = applyChanges(ws.base, ws.dirty)
     const dirtyBytes = ws.dirtyBytes
     ws.base = table
     ws.dirty = new Map()
     ws.dirtyBytes = 0
-    const batch = this.db.batch()
-    const root = persist(table, this.sink(batch))
-    const id = this.state.nextCheckpoint++
-    const generation = this.state.generation
-    this.state.generation = this.state.nextGeneration++
-    let contextKey: string | null = null
-    if (req.context !== undefined) {
-      const bytes = packr.pack(req.context)
-      contextKey = createHash('sha256').update(bytes).digest('hex')
-      batch.put('context', contextKey, { v: req.context })
-    }
-    const cp: CheckpointRecord = {
-      id, generation, root, label: req.label ?? null, time: Date.now(), branch: this.state.branch,
-      parent: this.state.head, inodes: this.inodes, dirtyBytes, ms: 0, context: contextKey, meta: req.meta ?? null
-    }
-    this.state.head = id
-    this.state.live = null
+    // the fold above keeps the live state as it is; what follows is undone if it is not written
+    const before = { head: this.state.head, generation: this.state.generation, nextCheckpoint: this.state.nextCheckpoint, live: this.state.live, headRoot: this.headRoot }
     const br = this.branches.get(this.state.branch)!
-    br.head = id
-    this.remember(id, table)
-    this.headRoot = root
-    // --- durability: pack bytes, fsync, then the index batch
-    await this.blocks.sync()
-    this.blocks.commitTo(batch)
-    cp.ms = performance.now() - t0
-    batch.put('checkpoint', id, cp)
-    batch.put('branch', br.name, br)
-    this.writeState(batch, ws)
-    await batch.write({ sync: true })
-    this.checkpoints.set(id, cp)
-    cp.ms = performance.now() - t0
-    return this.info(cp)
+    const brHead = br.head
+    const assigned: Array<TableNode | InodeRecord> = []
+    const batch = this.db.batch()
+    const id = this.state.nextCheckpoint++
+    try {
+      const root = persist(table, this.sink(batch), assigned)
+      const generation = this.state.generation
+      this.state.generation = this.state.nextGeneration++
+      let contextKey: string | null = null
+      if (req.context !== undefined) {
+        const bytes = packr.pack(req.context)
+        contextKey = createHash('sha256').update(bytes).digest('hex')
+        batch.put('context', contextKey, { v: req.context })
+      }
+      const cp: CheckpointRecord = {
+        id, generation, root, label: req.label ?? null, time: Date.now(), branch: this.state.branch,
+        parent: this.state.head, inodes: this.inodes, dirtyBytes, ms: 0, context: contextKey, meta: req.meta ?? null
+      }
+      this.state.head = id
+      this.state.live = null
+      br.head = id
+      this.headRoot = root
+      // --- durability: pack bytes, fsync, then the index batch
+      await this.blocks.sync()
+      this.blocks.commitTo(batch)
+      cp.ms = performance.now() - t0
+      batch.put('checkpoint', id, cp)
+      batch.put('branch', br.name, br)
+      this.writeState(batch, ws)
+      await batch.write({ sync: true })
+      this.checkpoints.set(id, cp)
+      this.remember(id, table)
+      cp.ms = performance.now() - t0
+      return this.info(cp)
+    } catch (e) {
+      // not written: the live state stays the folded table, unpersisted, so
+      // the next mark or fsync writes it; the checkpoint never existed
+      unpersist(assigned)
+      Object.assign(this.state, { head: before.head, generation: before.generation, nextCheckpoint: before.nextCheckpoint, live: before.live })
+      this.headRoot = before.headRoot
+      br.head = brHead
+      ws.dirtyBytes += dirtyBytes
+      throw e
+    }
   }
 
   // ---- fsync ------------------------------------------------------------
@@ -278,13 +348,21 @@ export class Generations implements TableSource {
     const table = applyChanges(ws.base, ws.dirty)
     ws.base = table
     ws.dirty = new Map()
-    const batch = this.db.batch()
-    const root = persist(table, this.sink(batch))
-    this.state.live = { root, generation: this.state.generation }
-    await this.blocks.sync()
-    this.blocks.commitTo(batch)
-    this.writeState(batch, ws)
-    await batch.write({ sync: true })
+    const live = this.state.live
+    const assigned: Array<TableNode | InodeRecord> = []
+    try {
+      const batch = this.db.batch()
+      const root = persist(table, this.sink(batch), assigned)
+      this.state.live = { root, generation: this.state.generation }
+      await this.blocks.sync()
+      this.blocks.commitTo(batch)
+      this.writeState(batch, ws)
+      await batch.write({ sync: true })
+    } catch (e) {
+      unpersist(assigned) // the folded table stays live, unpersisted: the next fsync or mark writes it
+      this.state.live = live
+      throw e
+    }
   }
 
   /** The table a resume after a crash starts from: the fsync'd live state, else the head checkpoint. */
@@ -296,7 +374,7 @@ export class Generations implements TableSource {
 
   /** Wire form of a checkpoint record. */
   info (cp: CheckpointRecord): CheckpointInfo {
-    return { id: cp.id, label: cp.label, time: cp.time, generation: cp.generation, branch: cp.branch, parent: cp.parent, inodes: cp.inodes, dirtyBytes: cp.dirtyBytes, ms: cp.ms }
+    return { id: cp.id, label: cp.label, time: cp.time, generation: cp.generation, branch: cp.branch, parent: cp.parent, inodes: cp.inodes, dirtyBytes: cp.dirtyBytes, ms: cp.ms, pinned: cp.pinned === true }
   }
 
   /** Inodes in the live state: the base table's count plus the net of this generation's changes. O(dirty). */
@@ -337,42 +415,94 @@ export class Generations implements TableSource {
    * abandoned branch (label "before restore to N"), so nothing is lost.
    * `invalidate` drops the kernel's caches of changed paths; the restore
    * resolves when it is done.
+   *
+   * Journal: before anything changes, the restore's intent (`meta.restore`,
+   * RestoreIntent) is written with sync; the swap's own record (new branch,
+   * new head) deletes it. A daemon killed in between leaves the intent, and
+   * the next start completes the restore (`completeInterruptedRestore`); one
+   * killed before the intent was durable restarts from the state before the
+   * restore. So an interrupted restore either completes or never happened,
+   * and one that was acknowledged survives a crash.
    */
   restore (ws: Workspace, id: CheckpointId, invalidate: (items: InvalidationItem[]) => Promise<void>): Promise<RestoreInfo> {
     try { this.checkpoint(id) } catch (e) { return Promise.reject(e) }
     return this.mutex.run(async () => {
       const t0 = performance.now()
-      if (this.isDirty(ws)) await this.mark0(ws, { label: `before restore to ${id}` })
+      const label = `before restore to ${id}`
+      if (this.isDirty(ws)) await this.mark0(ws, { label })
       const cp = this.checkpoint(id)
       const target = await this.tableOf(id)
       await loadDifferences(this, ws.base, target, this.nodes, this.records)
-      // FUSE writes may land during any await above (mark0's fsync, store
-      // reads); seal them and reload until a check finds nothing new, so the
-      // check and the swap have no await between them and no completed write
-      // is dropped by swapTo. Each round is O(what changed meanwhile).
-      while (this.isDirty(ws)) {
-        await this.mark0(ws, { label: `before restore to ${id}` })
-        await loadDifferences(this, ws.base, target, this.nodes, this.records)
+      // FUSE writes may land during any await (mark0's fsync, store reads,
+      // the journal write); seal them and reload until a check finds nothing
+      // new, so the check and the swap have no await between them and no
+      // completed write is dropped by swapTo. Each round is O(what changed
+      // meanwhile).
+      let journaled = false
+      for (;;) {
+        if (this.isDirty(ws)) {
+          await this.mark0(ws, { label })
+          await loadDifferences(this, ws.base, target, this.nodes, this.records)
+          continue
+        }
+        if (journaled) break
+        const intent: RestoreIntent = { to: id, from: this.state.head, time: Date.now() }
+        await this.db.batch().put('meta', RESTORE_INTENT, intent).write({ sync: true })
+        journaled = true
       }
       // --- from here synchronous until the swap
       const changed = differences(ws.base, target)
       const items = invalidationItems(ws, target, changed)
       ws.swapTo(target)
       this.inodes = cp.inodes
-      const name = `b${this.state.nextBranch++}`
-      const br: BranchRecord = { name, base: id, head: id, created: Date.now() }
-      this.branches.set(name, br)
-      this.state.branch = name
-      this.state.head = id
-      this.headRoot = cp.root
-      this.state.live = null
-      this.state.generation = this.state.nextGeneration++
+      this.switchToBranchFrom(cp)
       const batch = this.db.batch()
-      batch.put('branch', name, br)
+      batch.put('branch', this.state.branch, this.branches.get(this.state.branch)!)
+      this.intentOpen = true
       this.writeState(batch, ws)
-      await Promise.all([batch.write({ sync: true }), invalidate(items)])
-      return { checkpoint: id, branch: name, changed: changed.size, ms: performance.now() - t0 }
+      // the intent is durable: the swap's record needs no fsync of its own (a
+      // crash before it reaches the disk completes the restore at the next start)
+      const committed = batch.write({ sync: false }).catch(() => {
+        // written by the next mark, fsync or state save (writeState deletes the intent while it is open)
+      })
+      await Promise.all([committed, invalidate(items)])
+      return { checkpoint: id, branch: this.state.branch, changed: changed.size, ms: performance.now() - t0 }
     })
+  }
+
+  /** In memory: a new branch starting at `cp`, head `cp`, a new generation. The caller writes the state. */
+  private switchToBranchFrom (cp: CheckpointRecord): void {
+    const name = `b${this.state.nextBranch++}`
+    const br: BranchRecord = { name, base: cp.id, head: cp.id, created: Date.now() }
+    this.branches.set(name, br)
+    this.state.branch = name
+    this.state.head = cp.id
+    this.headRoot = cp.root
+    this.state.live = null
+    this.state.generation = this.state.nextGeneration++
+  }
+
+  /**
+   * At start-up, before the resume table is read: completes a restore the
+   * previous daemon journaled but did not commit (it died in between).
+   * Returns the intent that was completed, or null when there was none.
+   * The intent of a checkpoint that does not exist (any more) is dropped.
+   */
+  async completeInterruptedRestore (): Promise<RestoreIntent | null> {
+    const intent = await this.db.get<RestoreIntent>('meta', RESTORE_INTENT)
+    if (!intent) return null
+    const cp = this.checkpoints.get(intent.to)
+    const batch = this.db.batch()
+    if (cp) {
+      this.switchToBranchFrom(cp)
+      this.inodes = cp.inodes
+      batch.put('branch', this.state.branch, this.branches.get(this.state.branch)!)
+    }
+    batch.del('meta', RESTORE_INTENT)
+    this.state.inodes = this.inodes
+    batch.put('meta', 'state', this.state)
+    await batch.write({ sync: true })
+    return cp ? intent : null
   }
 
   // ---- reading checkpoints ---------------------------------------------

@@ -204,9 +204,12 @@ export async function loadAll (src: TableSource, root: TableNode, nodes: Map<num
 /**
  * Writes every not-yet-persisted node and record of `root` to `sink`,
  * assigning ids. Visits only unpersisted nodes (those built since the last
- * persist), so the cost is O(changed). Returns the root id.
+ * persist), so the cost is O(changed). Returns the root id. Every node and
+ * record given an id is appended to `assigned` when it is passed: if the
+ * sink's writes are then lost (a failed batch), `unpersist(assigned)` makes
+ * them unpersisted again so the next persist writes them.
  */
-export function persist (root: TableNode, sink: TableSink): number {
+export function persist (root: TableNode, sink: TableSink, assigned?: Array<TableNode | InodeRecord>): number {
   const walk = (n: TableNode): number => {
     if (n.id !== 0) return n.id
     const k: [number, number][] = []
@@ -218,15 +221,24 @@ export function persist (root: TableNode, sink: TableSink): number {
       else if (c instanceof TableNode) id = walk(c)
       else {
         id = recordId(c)
-        if (id === 0) { id = sink.nextId(); recordIds.set(c, id); sink.putRecord(id, c) }
+        if (id === 0) { id = sink.nextId(); recordIds.set(c, id); sink.putRecord(id, c); assigned?.push(c) }
       }
       k.push([s, id])
     }
     n.id = sink.nextId()
     sink.putNode(n.id, { l: n.level, k })
+    assigned?.push(n)
     return n.id
   }
   return walk(root)
+}
+
+/** Undoes the ids `persist` assigned (its `assigned` list) after the writes carrying them failed. */
+export function unpersist (assigned: Array<TableNode | InodeRecord>): void {
+  for (const x of assigned) {
+    if (x instanceof TableNode) x.id = 0
+    else recordIds.delete(x)
+  }
 }
 
 /** Every record of a loaded table, in ino order (export and verify only: O(inodes)). */

@@ -106,6 +106,7 @@ export function toWireError (err: unknown): WireError {
       if (e.details !== undefined) w.details = e.details
       return w
     }
+    if ((e.code === 'ENOSPC' || e.code === 'EDQUOT') && typeof e.message === 'string') return { code: 'E_NO_SPACE', message: e.message }
     if (typeof e.message === 'string') return { code: 'E_INTERNAL', message: e.message }
   }
   return { code: 'E_INTERNAL', message: String(err) }
@@ -208,6 +209,9 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
       case 'memory_get': return await api.memoryGet({ run: req.run })
       case 'export': return await api.export({ id: req.checkpoint, dir: req.dir })
       case 'unmount': return await api.unmount(opt({ discard: req.discard }))
+      case 'pin': return await api.pin({ id: req.checkpoint, pinned: req.pinned ?? true })
+      case 'run_end': return await api.runEnd({ run: req.run })
+      case 'gc': return await api.gc(opt({ keepLast: req.keepLast, abandonedAfterMs: req.abandonedAfterMs, runIdleMs: req.runIdleMs, dryRun: req.dryRun }))
       case 'subscribe': {
         c.events = new Set(req.events ?? EVENTS)
         c.eventEncoding = encoding

@@ -4,7 +4,7 @@
  * writer. Paths arrive validated by proto/ (workspace-relative, no '..').
  */
 import type { CheckpointId } from './types.js'
-import type { CandidateInfo, CheckpointInfo, DiffEntry, MemoryEntry, RestoreInfo, RewindApi, StatInfo, StatusInfo } from './api.js'
+import type { CandidateInfo, CheckpointInfo, DiffEntry, GcPolicy, GcReport, MemoryEntry, RestoreInfo, RewindApi, RunEndInfo, StatInfo, StatusInfo } from './api.js'
 import { type InodeRecord, isDir, isFile, typeName } from './inode.js'
 import type { Workspace } from './workspace.js'
 import type { CheckpointRecord, Generations, InvalidationItem } from './generations.js'
@@ -29,6 +29,8 @@ export interface ServiceDeps {
   exportTo: (id: CheckpointId, dir: string) => Promise<{ files: number, bytes: number }>
   /** unmounts and ends the daemon */
   unmount: (discard: boolean) => Promise<void>
+  /** garbage collection of this store while mounted (daemon/gc.ts) */
+  gc: (policy: Partial<GcPolicy>) => Promise<GcReport>
   /** rewind memory; default: kept in the generations' store database */
   memory?: Memory
 }
@@ -163,6 +165,20 @@ export class Service implements RewindApi {
   async export (req: { id: CheckpointId, dir: string }): Promise<{ files: number, bytes: number }> {
     this.d.generations.checkpoint(req.id)
     return await this.d.exportTo(req.id, req.dir)
+  }
+
+  async pin (req: { id: CheckpointId, pinned: boolean }): Promise<CheckpointInfo> {
+    return await this.d.generations.pin(req.id, req.pinned)
+  }
+
+  async runEnd (req: { run: string }): Promise<RunEndInfo> {
+    const ended = Date.now()
+    await this.d.generations.db.batch().put('run', req.run, { ended }).write({ sync: true })
+    return { run: req.run, ended }
+  }
+
+  async gc (req: Partial<GcPolicy>): Promise<GcReport> {
+    return await this.d.gc(req)
   }
 
   async unmount (req: { discard?: boolean }): Promise<{ discarded: boolean }> {

@@ -109,7 +109,7 @@ export async function verifyStore (storeDir: string): Promise<VerifyReport> {
     throw new VerifyError(`cannot open the store ${store}: ${(e as Error).message}`, 'E_OPEN')
   }
   try {
-    const blocks = await BlockStore.open(store, db)
+    const blocks = await BlockStore.open(store, db, { checkPacks: false })
     try {
       return await run(store, db, blocks)
     } finally {
@@ -118,6 +118,11 @@ export async function verifyStore (storeDir: string): Promise<VerifyReport> {
   } finally {
     await db.close()
   }
+}
+
+/** Verifies an opened store (for repair, which verifies before and after). Same checks as verifyStore. */
+export async function verifyOpened (store: string, db: StoreDb, blocks: BlockStore): Promise<VerifyReport> {
+  return await run(store, db, blocks)
 }
 
 async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<VerifyReport> {

@@ -28,6 +28,7 @@ import {
 } from './inode.js'
 import { type TableNode, lookup } from './itable.js'
 import { LowerLayer, type LowerEntry, recordOfLower } from './lower.js'
+import { isNoSpace } from './store/errors.js'
 import {
   fail, ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, EPERM, ESTALE, ENODATA,
   ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG, ENOTSUP
@@ -39,6 +40,8 @@ export interface Blocks {
   put(data: Uint8Array): BlockId
   /** copies up to `length` stored bytes from `fromByte` of block `id` into target; returns bytes copied */
   readInto(id: BlockId, target: Buffer, targetOffset: number, fromByte: number, length: number): number
+  /** throws E_NO_SPACE when `bytes` more new bytes would eat into the store's reserve (store/space.ts); absent: never refuses */
+  ensureSpace?(bytes: number): void
 }
 
 /** Who is asking: from the FUSE request context. */
@@ -670,11 +673,19 @@ export class Workspace {
     }
   }
 
-  /** Writes `len` bytes of buf at `pos` (at the end with O_APPEND); returns len. */
+  /**
+   * Writes `len` bytes of buf at `pos` (at the end with O_APPEND); returns
+   * len. When the store's disk is full (below its reserve) the write fails
+   * with E_NO_SPACE before anything changes; a block that cannot be sealed
+   * because the disk filled meanwhile stays buffered (the write succeeded,
+   * the next checkpoint seals it).
+   */
   write (fh: number, buf: Buffer, len: number, pos: number): number {
     const h = this.handle(fh)
+    const r = this.must(h.ino)
+    if (!isFile(r)) fail(EISDIR, 'not a regular file')
+    this.blocks.ensureSpace?.(len + (r.lower && !r.blocks ? r.size : 0))
     const m = this.mutable(h.ino)
-    if (!isFile(m)) fail(EISDIR, 'not a regular file')
     if (m.lower) this.copyUp(m)
     if (h.flags & O_APPEND) pos = m.size
     if (pos + len > MAX_FILE_SIZE) fail(EFBIG, 'file would exceed 2^53 bytes')
@@ -693,12 +704,12 @@ export class Workspace {
       buf.copy(b, from, src, src + n)
       src += n
       pos += n
-      if (from + n === BLOCK_SIZE) this.sealBlock(m, k)
+      if (from + n === BLOCK_SIZE) keepIfNoSpace(() => this.sealBlock(m, k))
     }
     m.mtime = m.ctime = nowNs()
     if (m.links.length > 1) this.linkedWrites.add(m.ino)
     this.dirtyBytes += len
-    if (this.dirtyDataBytes > DIRTY_DATA_LIMIT) this.sealAll()
+    if (this.dirtyDataBytes > DIRTY_DATA_LIMIT) keepIfNoSpace(() => this.sealAll())
     return len
   }
 
@@ -712,7 +723,7 @@ export class Workspace {
     if (isDir(m)) fail(EISDIR, 'is a directory')
     if (!isFile(m)) fail(EINVAL, 'not a regular file')
     if (m.lower) {
-      if (size === 0) { m.blocks = []; delete m.lower; this.closeLowerFd(ino) } else this.copyUp(m)
+      if (size === 0) { m.blocks = []; delete m.lower; this.closeLowerFd(ino) } else { this.blocks.ensureSpace?.(m.size); this.copyUp(m) }
     }
     const count = Math.ceil(size / BLOCK_SIZE)
     const dd = this.dirtyData.get(ino)
@@ -755,6 +766,15 @@ export class Workspace {
   }
 }
 
+/**
+ * Runs a seal; when it fails because the store's disk is full, the data
+ * stays in its unsealed buffer (sealed at the next checkpoint) and the
+ * SpaceGuard, told by the failed append, refuses the next write.
+ */
+function keepIfNoSpace (seal: () => void): void {
+  try { seal() } catch (e) { if (!isNoSpace(e)) throw e }
+}
+
 /** A path of `ino` through the first names of it and its ancestors, or null. */
 export function pathIn (get: (ino: Ino) => InodeRecord | undefined, ino: Ino): string | null {
   if (ino === ROOT_INO) return '/'
@@ -777,12 +797,21 @@ const ZERO = Buffer.alloc(BLOCK_SIZE)
  * through (the kernel's handler has an empty prefix), so an unknown
  * namespace ("bogus.x") must fail here with EOPNOTSUPP as on ext4/tmpfs.
  * "system." names other than POSIX ACLs (which the kernel intercepts before
- * FUSE) are not supported either.
+ * FUSE) are not supported either. A name that is only a namespace prefix
+ * ("user.") fails with EINVAL, as the kernel does for native filesystems.
  */
 function checkXattrName (path: string, name: string): void {
-  if (name.startsWith('user.') || name.startsWith('trusted.') || name.startsWith('security.')) return
+  for (const prefix of XATTR_NAMESPACES) {
+    if (!name.startsWith(prefix)) continue
+    // "user." alone reaches us too; Linux refuses a name with nothing after its namespace
+    if (name.length === prefix.length) fail(EINVAL, `${path}: xattr name ${name} has nothing after its namespace`)
+    return
+  }
   fail(ENOTSUP, `${path}: xattr namespace of ${name} is not supported`)
 }
+
+/** Namespaces of checkXattrName. */
+const XATTR_NAMESPACES = ['user.', 'trusted.', 'security.']
 
 /** True when every byte is 0 (native memcmp against a zero block). */
 function isZero (b: Uint8Array): boolean {

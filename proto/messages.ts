@@ -37,6 +37,8 @@ export interface CheckpointInfo {
   dirtyBytes: number
   /** time the mark took inside the daemon, ms */
   ms: number
+  /** pinned checkpoints are never removed by garbage collection (`pin`) */
+  pinned: boolean
 }
 
 /** Result of a restore. */
@@ -149,6 +151,41 @@ export interface MemoryAddInfo { count: number }
 /** Result of `memory_get`: every entry of the run's rewind memory, in insertion order. */
 export interface MemoryGetInfo { entries: MemoryEntry[] }
 
+/** Retention policy of `gc` (daemon/gc.ts); every field has a default. */
+export interface GcPolicy {
+  /** the newest N checkpoints (by id) are kept; default 50 */
+  keepLast: number
+  /** a branch with no checkpoint newer than this (ms) is abandoned: its checkpoints go unless another rule keeps them; default 7 days; the current branch is never abandoned */
+  abandonedAfterMs: number
+  /** a run that has marked nothing for this long (ms) counts as ended, as does one ended by `run_end`; default 1 day */
+  runIdleMs: number
+  /** say what would be removed, remove nothing; default false */
+  dryRun: boolean
+}
+
+/** Result of `gc`: what was removed and the space returned (bytes). */
+export interface GcReport {
+  dryRun: boolean
+  policy: { keepLast: number; abandonedAfterMs: number; runIdleMs: number }
+  checkpoints: { before: number; kept: number; removed: CheckpointId[] }
+  branches: { removed: string[] }
+  /** inode table nodes and inode records deleted */
+  nodes: number
+  /** contexts deleted (no kept checkpoint carries them) */
+  contexts: number
+  /** blocks deleted and their bytes */
+  blocks: { removed: number; bytes: number }
+  /** packs deleted whole (no live block), compacted (live blocks copied, then deleted), and those left with why */
+  packs: { deleted: number; compacted: number; notCompacted: Array<{ pack: number; reason: string }> }
+  /** pack files and metadata database before and after; returned = before - after (with dryRun: the dead blocks' bytes) */
+  bytes: { packsBefore: number; packsAfter: number; metaBefore: number; metaAfter: number; returned: number }
+  /** time gc took, ms */
+  ms: number
+}
+
+/** Result of `run_end`. */
+export interface RunEndInfo { run: string; ended: number }
+
 /** Result of `export`. */
 export interface ExportInfo { files: number; bytes: number }
 /** Result of `unmount`. */
@@ -181,6 +218,9 @@ export interface OpArgs {
   export: { checkpoint: CheckpointId; dir: string }
   unmount: { discard?: boolean }
   subscribe: { events?: EventName[] }
+  pin: { checkpoint: CheckpointId; pinned?: boolean }
+  run_end: { run: string }
+  gc: { keepLast?: number; abandonedAfterMs?: number; runIdleMs?: number; dryRun?: boolean }
 }
 
 /** Result of each operation (the `ok` of a successful reply). */
@@ -202,10 +242,13 @@ export interface OpResults {
   export: ExportInfo
   unmount: UnmountInfo
   subscribe: SubscribeInfo
+  pin: CheckpointInfo
+  run_end: RunEndInfo
+  gc: GcReport
 }
 
 /** Every operation, in the order PROTOCOL.md lists them. */
-export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe'] as const
+export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe', 'pin', 'run_end', 'gc'] as const
 
 /** An operation name. */
 export type Op = typeof OPS[number]

@@ -55,6 +55,9 @@ const FIELDS: { [O in Op]: readonly string[] } = {
   export: ['checkpoint', 'dir'],
   unmount: ['discard'],
   subscribe: ['events'],
+  pin: ['checkpoint', 'pinned'],
+  run_end: ['run'],
+  gc: ['keepLast', 'abandonedAfterMs', 'runIdleMs', 'dryRun'],
 }
 
 function bad (id: RequestId | null, field: string, expected: string, got?: unknown): never {
@@ -272,5 +275,15 @@ export function validateRequest (msg: unknown): Request {
     case 'export': return { ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, dir: r.absPath('dir') }
     case 'unmount': return compact({ ...env, op, discard: r.bool('discard', false) })
     case 'subscribe': return compact({ ...env, op, events: r.events('events') })
+    case 'pin': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, pinned: r.bool('pinned', false) })
+    case 'run_end': return { ...env, op, run: r.run('run') }
+    case 'gc': return compact({
+      ...env,
+      op,
+      keepLast: r.int('keepLast', false, 0, MAX_SAFE, 'a number of checkpoints (a non-negative safe integer)'),
+      abandonedAfterMs: r.int('abandonedAfterMs', false, 0, MAX_SAFE, 'a duration in ms (a non-negative safe integer)'),
+      runIdleMs: r.int('runIdleMs', false, 0, MAX_SAFE, 'a duration in ms (a non-negative safe integer)'),
+      dryRun: r.bool('dryRun', false),
+    })
   }
 }

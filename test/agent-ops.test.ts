@@ -135,6 +135,10 @@ t.test('Python client end to end: mark with context, candidates, restore, contex
   t.same(out.memory, [{ tried: 'edit notes', why: 'test' }])
   t.equal(out.error, 'E_UNKNOWN_CHECKPOINT', 'error replies raise RewindError with the code')
   t.equal(out.log_ids.length, 3, 'mount, the mark and the unsaved change sealed before the restore')
+  t.equal(out.pin.pinned, true, 'pin from Python')
+  t.equal(out.run_end.run, 'py-run')
+  t.equal(out.gc.dryRun, true, 'gc dry run from Python')
+  t.notOk(out.gc.checkpoints.removed.includes(out.mark.id), 'the pinned checkpoint would be kept')
   t.equal(fs.readFileSync(path.join(m.dir, 'notes.txt'), 'utf8'), 'original\n', 'the workspace file is back')
   t.same((await m.client.context({ id: out.mark.id })), out.context, 'the same context through the TypeScript client')
 

@@ -8,52 +8,7 @@ import t from 'tap'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { StoreDb } from '../daemon/store/db.js'
-import { BlockStore } from '../daemon/store/blocks.js'
-import { Generations } from '../daemon/generations.js'
-import { Workspace } from '../daemon/workspace.js'
-import { LowerLayer } from '../daemon/lower.js'
-import { applyChanges, emptyTable, loadAll } from '../daemon/itable.js'
-import { ROOT_INO, type InodeRecord } from '../daemon/inode.js'
-
-const me = { uid: 0, gid: 0 }
-
-async function open (root: string, lowerDir: string): Promise<{ ws: Workspace, gens: Generations, close: () => Promise<void>, db: StoreDb }> {
-  const store = path.join(root, 'store')
-  const db = await StoreDb.open(store)
-  const blocks = await BlockStore.open(store, db)
-  const gens = await Generations.open(db, blocks)
-  const lower = new LowerLayer(lowerDir, gens.state.session, new Map())
-  let ws: Workspace
-  if (gens.state.head !== null) {
-    const table = await gens.tableOf(gens.state.head)
-    await loadAll(gens, table, gens.nodes, gens.records)
-    ws = new Workspace({ blocks, lower, base: table, nextIno: gens.state.nextIno })
-  } else {
-    const ls = lower.statRoot()
-    const rootRec: InodeRecord = { ino: ROOT_INO, mode: ls.mode, uid: 0, gid: 0, rdev: 0, size: 0, atime: ls.atime, mtime: ls.mtime, ctime: ls.ctime, links: [], lower: { s: 1, p: '' } }
-    ws = new Workspace({ blocks, lower, base: applyChanges(emptyTable(), new Map([[ROOT_INO, rootRec]])), nextIno: gens.state.nextIno })
-    gens.inodes = 1
-  }
-  return { ws, gens, db, close: async () => { ws.close(); blocks.close(); await db.close() } }
-}
-
-function write (ws: Workspace, p: string, data: string | Buffer, pos = 0): void {
-  let fh: number
-  try { fh = ws.open(p, fs.constants.O_RDWR) } catch { fh = ws.create(p, 0o644, fs.constants.O_RDWR, me) }
-  const b = Buffer.from(data)
-  ws.write(fh, b, b.length, pos)
-  ws.release(fh)
-}
-
-function read (ws: Workspace, p: string): string {
-  const fh = ws.open(p, fs.constants.O_RDONLY)
-  const st = ws.fgetattr(fh)
-  const b = Buffer.alloc(st.size)
-  ws.read(fh, b, st.size, 0)
-  ws.release(fh)
-  return b.toString()
-}
+import { open, write, read, me } from './helpers/workspace.js'
 
 const noInvalidate = async (): Promise<void> => {}
 
@@ -133,4 +88,48 @@ t.test('checkpoints survive closing and reopening the store', async t => {
   t.equal(read(s.ws, '/keep'), 'v1', 'an older checkpoint restores from the store')
   t.same(await s.gens.context(c1.id), { messages: ['hi'] }, 'its context is stored with it')
   await s.close()
+})
+
+t.test('restore journal: a crash after the intent completes the restore at the next start; before it, nothing happened', async t => {
+  for (const crash of ['after the intent', 'before the intent'] as const) {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-gen-'))
+    t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
+    const lowerDir = path.join(root, 'lower')
+    fs.mkdirSync(lowerDir)
+    let s = await open(root, lowerDir)
+    write(s.ws, '/f', 'one')
+    const c1 = await s.gens.mark(s.ws, { label: 'one' })
+    write(s.ws, '/f', 'two')
+    const c2 = await s.gens.mark(s.ws, { label: 'two' })
+    // the "crash": from the chosen write on, nothing reaches the store
+    const db = s.db as unknown as { writeOps: (...a: unknown[]) => Promise<void> }
+    const real = db.writeOps.bind(s.db)
+    let writes = 0
+    db.writeOps = async (...a: unknown[]) => {
+      writes++
+      if (crash === 'before the intent' || writes > 1) throw new Error('the daemon died here')
+      return await real(...a)
+    }
+    const r = await s.gens.restore(s.ws, c1.id, noInvalidate).then(() => 'resolved', (e: Error) => e.message)
+    t.equal(r, crash === 'after the intent' ? 'resolved' : 'the daemon died here',
+      crash === 'after the intent' ? 'the restore is acknowledged once its intent is durable' : 'a restore whose intent is not written fails')
+    db.writeOps = real
+    await s.close()
+    s = await open(root, lowerDir)
+    t.equal(s.gens.state.head, c2.id, `${crash}: the stored head is still checkpoint ${c2.id}`)
+    const done = await s.gens.completeInterruptedRestore()
+    await s.close()
+    s = await open(root, lowerDir)
+    if (crash === 'after the intent') {
+      t.equal(done?.to, c1.id, 'the start finds the journaled restore and completes it')
+      t.equal(s.gens.state.head, c1.id, `the head is checkpoint ${c1.id}`)
+      t.equal(read(s.ws, '/f'), 'one', 'the workspace is the restored checkpoint')
+      t.equal(s.gens.branches.get(s.gens.state.branch)?.base, c1.id, 'on a new branch from it')
+    } else {
+      t.equal(done, null, 'no journal: nothing to complete')
+      t.equal(read(s.ws, '/f'), 'two', 'the workspace is as before the restore')
+    }
+    t.equal(await s.db.get('meta', 'restore'), undefined, 'the journal is empty')
+    await s.close()
+  }
 })

@@ -44,6 +44,9 @@ t.test('every op validates with its documented arguments', async t => {
     export: { checkpoint: 1, dir: '/tmp/out' },
     unmount: { discard: true },
     subscribe: { events: ['checkpoint'] },
+    pin: { checkpoint: 2, pinned: false },
+    run_end: { run: 'run-1' },
+    gc: { keepLast: 0, abandonedAfterMs: 0, runIdleMs: 3600000, dryRun: true },
   }
   t.same(Object.keys(good).sort(), [...OPS].sort(), 'all ops covered')
   for (const [op, args] of Object.entries(good)) {
@@ -71,6 +74,12 @@ t.test('envelope errors', async t => {
 })
 
 t.test('field types and ranges', async t => {
+  rejects(t, { v, id: 1, op: 'gc', keepLast: -1 }, 'E_BAD_REQUEST', 'keepLast')
+  rejects(t, { v, id: 1, op: 'gc', abandonedAfterMs: '7d' }, 'E_BAD_REQUEST', 'abandonedAfterMs')
+  rejects(t, { v, id: 1, op: 'gc', dryRun: 'yes' }, 'E_BAD_REQUEST', 'dryRun')
+  rejects(t, { v, id: 1, op: 'gc', keep: 3 }, 'E_BAD_REQUEST', 'keep')
+  rejects(t, { v, id: 1, op: 'pin' }, 'E_BAD_REQUEST', 'checkpoint')
+  rejects(t, { v, id: 1, op: 'run_end', run: 'a!b' }, 'E_BAD_REQUEST', 'run')
   rejects(t, { v, id: 1, op: 'restore' }, 'E_BAD_REQUEST', 'checkpoint')
   rejects(t, { v, id: 1, op: 'restore', checkpoint: '3' }, 'E_BAD_REQUEST', 'checkpoint')
   rejects(t, { v, id: 1, op: 'restore', checkpoint: 0 }, 'E_BAD_REQUEST', 'checkpoint')

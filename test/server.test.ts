@@ -8,7 +8,7 @@ import { get } from 'node:http'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { WebSocket } from 'ws'
-import type { CheckpointInfo, RestoreInfo, RewindApi, StatInfo, StatusInfo } from '../daemon/api.js'
+import type { CheckpointInfo, GcPolicy, GcReport, RestoreInfo, RewindApi, StatInfo, StatusInfo } from '../daemon/api.js'
 import { startServer, type RewindServer } from '../daemon/server.js'
 import { writeConnectionFile, writeTokenFile, tokenPath } from '../daemon/token.js'
 import { ApiError } from '../proto/errors.js'
@@ -51,7 +51,7 @@ class FakeApi implements RewindApi {
   async mark (req: { label?: string; context?: unknown; meta?: unknown }): Promise<CheckpointInfo> {
     this.rec('mark', req)
     const id = this.cps.length + 1
-    const c: CheckpointInfo = { id, label: req.label ?? null, time: Date.now(), generation: id, branch: 'main', parent: id > 1 ? id - 1 : null, inodes: 1, dirtyBytes: 0, ms: 1 }
+    const c: CheckpointInfo = { id, label: req.label ?? null, time: Date.now(), generation: id, branch: 'main', parent: id > 1 ? id - 1 : null, inodes: 1, dirtyBytes: 0, ms: 1, pinned: false }
     this.cps.push(c)
     this.contexts.set(id, req.context ?? null)
     return c
@@ -61,6 +61,34 @@ class FakeApi implements RewindApi {
     this.rec('restore', req)
     this.find(req.id)
     return { checkpoint: req.id, branch: 'b1', changed: 3, ms: 2 }
+  }
+
+  async pin (req: { id: number; pinned: boolean }): Promise<CheckpointInfo> {
+    this.rec('pin', req)
+    const c = this.find(req.id)
+    c.pinned = req.pinned
+    return c
+  }
+
+  async runEnd (req: { run: string }): Promise<{ run: string; ended: number }> {
+    this.rec('runEnd', req)
+    return { run: req.run, ended: 1 }
+  }
+
+  async gc (req: Partial<GcPolicy>): Promise<GcReport> {
+    this.rec('gc', req)
+    return {
+      dryRun: req.dryRun ?? false,
+      policy: { keepLast: req.keepLast ?? 50, abandonedAfterMs: req.abandonedAfterMs ?? 0, runIdleMs: req.runIdleMs ?? 0 },
+      checkpoints: { before: this.cps.length, kept: this.cps.length, removed: [] },
+      branches: { removed: [] },
+      nodes: 0,
+      contexts: 0,
+      blocks: { removed: 0, bytes: 0 },
+      packs: { deleted: 0, compacted: 0, notCompacted: [] },
+      bytes: { packsBefore: 0, packsAfter: 0, metaBefore: 0, metaAfter: 0, returned: 0 },
+      ms: 0
+    }
   }
 
   async log (req: { branch?: string; limit?: number }): Promise<CheckpointInfo[]> {
@@ -289,7 +317,7 @@ t.test('oversized messages', async t => {
   await t.rejects(c.mark({ context: 'y'.repeat(5000) }), { code: 'E_TOO_LARGE' }, 'client refuses before sending')
   // a reply over the limit is replaced by E_TOO_LARGE
   await t.rejects(c.read({ path: 'f', length: 256 }).then(async () => {
-    api.cps.push({ id: 9, label: null, time: 0, generation: 1, branch: 'main', parent: null, inodes: 1, dirtyBytes: 0, ms: 0 })
+    api.cps.push({ id: 9, label: null, time: 0, generation: 1, branch: 'main', parent: null, inodes: 1, dirtyBytes: 0, ms: 0, pinned: false })
     api.contexts.set(9, 'z'.repeat(8000))
     return await c.context({ id: 9 })
   }), { code: 'E_TOO_LARGE' }, 'oversized reply')

@@ -12,7 +12,7 @@ import { ClassicLevel } from 'classic-level'
 import { unpack } from 'msgpackr'
 import xxhash from 'xxhash-wasm'
 import { BLOCK_SIZE } from '../daemon/types.js'
-import { StoreDb, intKey, parseIntKey } from '../daemon/store/db.js'
+import { StoreDb, intKey, parseIntKey, STORE_FORMAT } from '../daemon/store/db.js'
 import { BlockStore } from '../daemon/store/blocks.js'
 import type { BlockStoreOptions } from '../daemon/store/blocks.js'
 import { PackWriter, PACK_HEADER_SIZE, RECORD_HEADER_SIZE, packFileName } from '../daemon/store/pack.js'
@@ -87,7 +87,7 @@ t.test('StoreDb: absence is undefined, batches, iterate in numeric order within 
   const db = await StoreDb.open(dir)
   tt.teardown(() => db.close())
   tt.equal(await db.get('node', 1), undefined)
-  tt.equal(await db.get('meta', 'format'), 1)
+  tt.equal(await db.get('meta', 'format'), STORE_FORMAT)
   const b = db.batch()
   for (const n of [10, 2, 300, 1]) b.put('gen', n, { n })
   b.put('node', 5, { other: true })
@@ -123,7 +123,7 @@ t.test('StoreDb: a locked or corrupt database gives a clear typed error naming t
 t.test('StoreDb: an unknown format is refused; closed objects say so', async tt => {
   const dir = tmpStore(tt)
   const db = await StoreDb.open(dir)
-  await db.batch().put('meta', 'format', 2).write()
+  await db.batch().put('meta', 'format', STORE_FORMAT + 1).write()
   await db.close()
   await tt.rejects(db.get('meta', 'format'), { code: 'E_CLOSED' })
   await tt.rejects(StoreDb.open(dir), { code: 'E_FORMAT' })
@@ -230,12 +230,13 @@ t.test('the on-disk format: pack bytes and LevelDB keys/values as FORMAT.md says
   await closeStore(s)
   const pack = fs.readFileSync(path.join(dir, 'packs', packFileName(1)))
   tt.equal(packFileName(1), '00000001.pack')
-  tt.equal(pack.subarray(0, 8).toString('ascii'), 'RWPACK01')
+  tt.equal(pack.subarray(0, 8).toString('ascii'), 'RWPACK02')
   tt.same(pack.subarray(8, 16), Buffer.alloc(8))
   tt.equal(pack.readUInt32LE(16), data.length)
   const { h64Raw } = await xxhash()
   tt.equal(pack.readBigUInt64LE(20), h64Raw(data))
-  tt.same(pack.subarray(28), data)
+  tt.equal(pack.readBigUInt64LE(28), BigInt(id), 'the record carries its BlockId')
+  tt.same(pack.subarray(36), data)
   const level = new ClassicLevel<string, Uint8Array>(path.join(dir, 'meta'), { keyEncoding: 'utf8', valueEncoding: 'view' })
   await level.open()
   tt.teardown(() => level.close())
@@ -243,9 +244,9 @@ t.test('the on-disk format: pack bytes and LevelDB keys/values as FORMAT.md says
   for await (const k of level.keys()) keys.push(k)
   tt.same(keys.sort(), ['!block!0000000000000001', '!meta!format', '!meta!nextBlockId'])
   const rec = unpack(await level.get('!block!0000000000000001') as Uint8Array)
-  tt.same(rec, { pack: 1, offset: 28, length: data.length, hash: h64Raw(data).toString(16).padStart(16, '0') })
+  tt.same(rec, { pack: 1, offset: 36, length: data.length, hash: h64Raw(data).toString(16).padStart(16, '0') })
   tt.equal(unpack(await level.get('!meta!nextBlockId') as Uint8Array), 2)
-  tt.equal(unpack(await level.get('!meta!format') as Uint8Array), 1)
+  tt.equal(unpack(await level.get('!meta!format') as Uint8Array), 2)
 })
 
 t.test('uncommitted blocks are absent after a crash; puts work after a garbage tail', async tt => {
@@ -312,15 +313,48 @@ t.test('unknown id and truncated pack raise CorruptStoreError', async tt => {
   await closeStore(s)
   const file = path.join(dir, 'packs', packFileName(1))
   fs.truncateSync(file, fs.statSync(file).size - 500)
-  const s2 = await openStore(tt, dir)
+  // a default open refuses the damaged store and says what to run
+  const refused = await StoreDb.open(dir).then(async db => {
+    try { await BlockStore.open(dir, db); return null } catch (e) { return e as CorruptStoreError } finally { await db.close() }
+  })
+  tt.equal(refused?.code, 'E_CORRUPT', 'open refuses a truncated pack')
+  tt.match(refused?.message, /pack .*00000001\.pack is truncated: \d+ bytes, but its blocks end at byte \d+ \(2 indexed blocks in it\)/)
+  tt.match(refused?.message, /rewindfs verify --store .* --repair/)
+  const s2 = await openStore(tt, dir, { checkPacks: false })
   tt.same(s2.blocks.read(ia), bytes(2000, 1))
   tt.throws(() => s2.blocks.read(ib), { code: 'E_CORRUPT', context: { pack: 1 } })
   const problems = await collect(s2.blocks.verifyAll())
   tt.same(problems.map(p => [p.code, p.blockId]), [['E_BLOCK_UNREADABLE', ib]])
+  tt.equal(s2.blocks.packProblems().length, 1)
   await closeStore(s2)
   fs.rmSync(file)
-  const s3 = await openStore(tt, dir)
+  const s3 = await openStore(tt, dir, { checkPacks: false })
+  tt.match(s3.blocks.packProblems(), [/00000001\.pack is missing \(2 indexed blocks in it\)/])
   tt.throws(() => s3.blocks.read(ia), { code: 'E_CORRUPT', context: { pack: 1 } }, 'a missing pack')
+  await closeStore(s3)
+  fs.writeFileSync(file, Buffer.alloc(8000))
+  const s4 = await openStore(tt, dir, { checkPacks: false })
+  tt.match(s4.blocks.packProblems(), [/00000001\.pack has no RWPACK02 header/])
+})
+
+t.test('a flipped byte is never served: the first read of a block checks its hash', async tt => {
+  const dir = tmpStore(tt)
+  const s = await openStore(tt, dir)
+  const good = s.blocks.put(bytes(BLOCK_SIZE, 7))
+  const bad = s.blocks.put(bytes(BLOCK_SIZE, 8))
+  await commit(s)
+  await closeStore(s)
+  const s2 = await openStore(tt, dir)
+  const loc = s2.blocks.location(bad)
+  const fd = fs.openSync(path.join(dir, 'packs', packFileName(loc.pack)), 'r+')
+  fs.writeSync(fd, Buffer.from([0xee]), 0, 1, loc.offset + 60000)
+  fs.closeSync(fd)
+  const out = Buffer.alloc(100)
+  tt.equal(s2.blocks.readInto(good, out, 0, 100, 100), 100)
+  tt.same(out, bytes(BLOCK_SIZE, 7).subarray(100, 200), 'a partial read of a good block returns its bytes')
+  tt.throws(() => s2.blocks.readInto(bad, out, 0, 0, 10), { code: 'E_CORRUPT', context: { blockId: bad } },
+    'a read of the first bytes of the damaged block fails, although those bytes are intact')
+  tt.throws(() => s2.blocks.read(bad), /is corrupt: its bytes hash to [0-9a-f]{16}, the index says [0-9a-f]{16}/)
 })
 
 t.test('verifyAll detects a flipped byte', async tt => {

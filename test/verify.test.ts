@@ -14,7 +14,10 @@ import { verifyStore } from '../daemon/verify.js'
 import { StoreDb } from '../daemon/store/db.js'
 import type { BlockRecord } from '../daemon/store/blocks.js'
 import type { CheckpointRecord } from '../daemon/generations.js'
-import { packFileName, PACKS_DIR } from '../daemon/store/pack.js'
+import { packFileName, PACKS_DIR, PACK_HEADER_SIZE, RECORD_HEADER_SIZE } from '../daemon/store/pack.js'
+
+/** Offset of the bytes of a pack's first block record. */
+const FIRST = PACK_HEADER_SIZE + RECORD_HEADER_SIZE
 
 function populate (dir: string): void {
   fs.mkdirSync(path.join(dir, 'src'))
@@ -85,21 +88,21 @@ t.test('verify: clean store, refused while mounted, then a flipped pack byte and
   const db0 = await StoreDb.open(m.store)
   let victim: { id: number, rec: BlockRecord } | undefined
   for await (const e of db0.iterate<BlockRecord>('block')) {
-    if (e.value.offset === 28) { victim = { id: parseInt(e.key, 16), rec: e.value }; break }
+    if (e.value.offset === FIRST) { victim = { id: parseInt(e.key, 16), rec: e.value }; break }
   }
   await db0.close()
   t.ok(victim, 'found the first block of a pack')
   const packFile = path.join(m.store, PACKS_DIR, packFileName(victim!.rec.pack))
   const fd = fs.openSync(packFile, 'r+')
   const one = Buffer.alloc(1)
-  fs.readSync(fd, one, 0, 1, 28 + Math.floor(victim!.rec.length / 2))
+  fs.readSync(fd, one, 0, 1, FIRST + Math.floor(victim!.rec.length / 2))
   one[0] = one[0]! ^ 0xff
-  fs.writeSync(fd, one, 0, 1, 28 + Math.floor(victim!.rec.length / 2))
+  fs.writeSync(fd, one, 0, 1, FIRST + Math.floor(victim!.rec.length / 2))
   fs.closeSync(fd)
 
   const flipped = await m.cli(['verify'])
   t.equal(flipped.code, 1, 'CLI exits 1 on a corrupt block')
-  t.match(flipped.stdout, new RegExp(`E_BLOCK_HASH: block ${victim!.id} \\(pack ${victim!.rec.pack}, offset 28`), 'names the block and where it is')
+  t.match(flipped.stdout, new RegExp(`E_BLOCK_HASH: block ${victim!.id} \\(pack ${victim!.rec.pack}, offset ${FIRST}`), 'names the block and where it is')
   t.match(flipped.stdout, /used by checkpoint \d+ \//, 'says which file uses it')
   t.match(flipped.stdout, /^1 problem: /m, 'counts one problem')
 

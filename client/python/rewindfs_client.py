@@ -231,6 +231,18 @@ class RewindClient:
         """Return CheckpointInfo of every checkpoint (or of `branch`), newest first, at most `limit` (default 100)."""
         return self.call("log", branch=branch, limit=limit)
 
+    def pin(self, checkpoint_id, pinned=True):
+        """Pin (or, with pinned=False, unpin) checkpoint `checkpoint_id`: gc never removes a pinned checkpoint; return CheckpointInfo."""
+        return self.call("pin", checkpoint=checkpoint_id, pinned=pinned)
+
+    def run_end(self, run):
+        """Say that run `run` has ended: gc stops keeping the checkpoints whose context names it; return {run, ended}."""
+        return self.call("run_end", run=run)
+
+    def gc(self, keep_last=None, abandoned_after_ms=None, run_idle_ms=None, dry_run=None):
+        """Garbage collection with a retention policy (None: the daemon's default); return the GcReport (see PROTOCOL.md "gc")."""
+        return self.call("gc", keepLast=keep_last, abandonedAfterMs=abandoned_after_ms, runIdleMs=run_idle_ms, dryRun=dry_run)
+
 
 if __name__ == "__main__":
     import sys

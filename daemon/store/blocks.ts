@@ -26,7 +26,8 @@ import type { StoreBatch, StoreDb } from './db.js'
 import { parseIntKey } from './db.js'
 import { CorruptStoreError } from './errors.js'
 import type { PackOptions } from './pack.js'
-import { PackWriter } from './pack.js'
+import { PackWriter, RECORD_HEADER_SIZE } from './pack.js'
+import { SpaceGuard, DEFAULT_RESERVE } from './space.js'
 
 /** Value of a `block` record (key: BlockId as intKey). `hash` is xxh64 (seed 0) as 16 lowercase hex digits. */
 export interface BlockRecord {
@@ -43,6 +44,15 @@ export type BlockHasher = (data: Uint8Array) => bigint
 export interface BlockStoreOptions extends PackOptions {
   /** replace the hash (tests force collisions with `() => 1n`); must be the same function on every open of a store */
   hash?: BlockHasher
+  /**
+   * check at open that every pack the index names exists, has a pack header
+   * and is long enough for its blocks (O(packs) stats); a failure throws
+   * CorruptStoreError. Default true; verify and repair pass false and report
+   * what they find instead.
+   */
+  checkPacks?: boolean
+  /** bytes kept free on the store's filesystem: `ensureSpace` refuses new data below it (SpaceGuard); default DEFAULT_RESERVE (64 MiB) */
+  reserve?: number
 }
 
 /** Codes of the problems `verifyAll` reports (not thrown; verify collects them). */
@@ -54,6 +64,14 @@ export interface BlockProblem {
   blockId: BlockId
   location: BlockLocation
   message: string
+}
+
+/** A valid block record found by `scanPacks`. */
+export interface ScannedBlock {
+  id: BlockId
+  location: BlockLocation
+  /** xxh64 as 16 hex digits */
+  hash: string
 }
 
 /** Meta key of the next BlockId to allocate (a number). */
@@ -90,13 +108,22 @@ export class BlockStore {
   /** bytes durable, record not yet written */
   private readonly durable = new Set<BlockId>()
   private nextId: BlockId
-  /** scratch for comparing on a hash hit; BLOCK_SIZE bytes */
+  /** scratch for comparing on a hash hit and for first reads; BLOCK_SIZE bytes */
   private readonly scratch = Buffer.allocUnsafe(BLOCK_SIZE)
+  /**
+   * blocks whose bytes this process has seen match their hash: written by
+   * it, or read and hashed once (so a flipped byte in a pack is an error,
+   * never data served to a reader)
+   */
+  private readonly checked = new Set<BlockId>()
 
-  private constructor (packs: PackWriter, hash: BlockHasher, nextId: BlockId) {
+  private readonly space: SpaceGuard
+
+  private constructor (packs: PackWriter, hash: BlockHasher, nextId: BlockId, reserve: number) {
     this.packs = packs
     this.hash = hash
     this.nextId = nextId
+    this.space = new SpaceGuard(packs.dir, reserve)
   }
 
   /**
@@ -109,7 +136,7 @@ export class BlockStore {
     const hash = opts.hash ?? await loadDefaultHasher()
     const stored = await db.get<number>('meta', META_NEXT_BLOCK_ID)
     const packs = await PackWriter.open(storeDir, opts)
-    const store = new BlockStore(packs, hash, 1)
+    const store = new BlockStore(packs, hash, 1, opts.reserve ?? DEFAULT_RESERVE)
     let max = 0
     try {
       for await (const { key, value } of db.iterate<BlockRecord>('block')) {
@@ -128,7 +155,39 @@ export class BlockStore {
         { path: db.location, kind: 'meta', key: META_NEXT_BLOCK_ID })
     }
     store.nextId = Math.max(stored ?? 1, max + 1)
+    if (opts.checkPacks ?? true) {
+      const problems = store.packProblems()
+      if (problems.length > 0) {
+        packs.close()
+        throw new CorruptStoreError(
+          `the store ${storeDir} is damaged: ${problems.slice(0, 5).join('; ')}${problems.length > 5 ? `; and ${problems.length - 5} more` : ''}. ` +
+          'Nothing was served from it. Run `rewindfs verify --store ' + storeDir + ' --repair` to rebuild what the packs still hold and see what is lost',
+          { path: storeDir })
+      }
+    }
     return store
+  }
+
+  /**
+   * Problems of the packs the index refers to, in plain words: a pack that
+   * is missing, has no pack header, or ends before the end of one of its
+   * indexed blocks. O(blocks) in memory plus one stat and one 8-byte read per
+   * pack; it cannot see a flipped byte inside a pack (reads check the hash of
+   * every block the first time they read it, and verify re-hashes all).
+   */
+  packProblems (): string[] {
+    const ends = new Map<PackId, { end: number, blocks: number }>()
+    for (const e of this.entries.values()) {
+      const x = ends.get(e.pack)
+      if (!x) ends.set(e.pack, { end: e.offset + e.length, blocks: 1 })
+      else { x.end = Math.max(x.end, e.offset + e.length); x.blocks++ }
+    }
+    const out: string[] = []
+    for (const [pack, { end, blocks }] of [...ends].sort((a, b) => a[0] - b[0])) {
+      const problem = this.packs.checkPack(pack, end)
+      if (problem) out.push(`${problem} (${blocks} indexed block${blocks === 1 ? '' : 's'} in it)`)
+    }
+    return out
   }
 
   /** Number of blocks known (committed and pending). */
@@ -157,14 +216,33 @@ export class BlockStore {
         const e = this.entries.get(id) as Entry
         if (e.length !== data.length) continue
         this.packs.readInto(e, this.scratch, 0, 0, e.length)
-        if (view.equals(this.scratch.subarray(0, e.length))) return id
+        if (view.equals(this.scratch.subarray(0, e.length))) { this.tracked?.add(id); return id }
       }
     }
-    const loc = this.packs.append(data, h)
-    const id = this.nextId++
+    const id = this.nextId
+    let loc: BlockLocation
+    try {
+      loc = this.packs.append(data, h, id)
+    } catch (err) {
+      if ((err as { code?: string }).code === 'E_NO_SPACE') this.space.stale()
+      throw err
+    }
+    this.space.used(RECORD_HEADER_SIZE + data.length)
+    this.nextId++
+    this.tracked?.add(id)
     this.index(id, { pack: loc.pack, offset: loc.offset, length: loc.length, hash: h })
+    this.checked.add(id)
     this.unsynced.push(id)
     return id
+  }
+
+  /**
+   * Throws StoreNoSpaceError (E_NO_SPACE) when storing `bytes` more new bytes
+   * would leave less than the reserve free on the store's filesystem. Asked
+   * by writers of new data before they change anything (SpaceGuard).
+   */
+  ensureSpace (bytes: number): void {
+    this.space.ensure(bytes)
   }
 
   /** True if `id` is a known block (committed or pending). */
@@ -190,12 +268,29 @@ export class BlockStore {
    * CorruptStoreError for an unknown id or a pack shorter than the block.
    */
   readInto (id: BlockId, target: Uint8Array, targetOffset: number, fromByte: number, length: number): number {
-    return this.packs.readInto(this.entry(id), target, targetOffset, fromByte, length)
+    const e = this.entry(id)
+    if (this.checked.has(id)) return this.packs.readInto(e, target, targetOffset, fromByte, length)
+    // first read of this block in this process: read it whole and check its hash
+    this.packs.readInto(e, this.scratch, 0, 0, e.length)
+    const bytes = this.scratch.subarray(0, e.length)
+    const actual = this.hash(bytes)
+    if (actual !== e.hash) {
+      throw new CorruptStoreError(
+        `block ${id} (pack ${this.packs.packPath(e.pack)}, offset ${e.offset}, ${e.length} bytes) is corrupt: its bytes hash to ${hashHex(actual)}, the index says ${hashHex(e.hash)}; ` +
+        'the read fails instead of returning wrong bytes. Unmount and run `rewindfs verify --repair`',
+        { blockId: id, pack: e.pack, offset: e.offset, path: this.packs.packPath(e.pack) })
+    }
+    this.checked.add(id)
+    const n = Math.max(0, Math.min(length, e.length - fromByte, target.length - targetOffset))
+    if (n > 0) bytes.copy(target, targetOffset, fromByte, fromByte + n)
+    return n
   }
 
   /** The bytes of block `id` in a new Buffer. Throws like readInto. */
   read (id: BlockId): Buffer {
-    return this.packs.read(this.entry(id))
+    const b = Buffer.allocUnsafe(this.length(id))
+    this.readInto(id, b, 0, 0, b.length)
+    return b
   }
 
   /**
@@ -248,6 +343,158 @@ export class BlockStore {
       const problem = this.verifyOne(id, e)
       if (problem !== undefined) yield problem
     }
+  }
+
+  // ---- garbage collection (daemon/gc.ts) ---------------------------------
+
+  /** The next BlockId `put` allocates: every known block's id is below it. */
+  get nextBlockId (): BlockId {
+    return this.nextId
+  }
+
+  /** Ids put but not yet committed (their index records are not written). */
+  pendingIds (): Set<BlockId> {
+    return new Set([...this.unsynced, ...this.durable])
+  }
+
+  /** Every known block (committed and pending) with where it is; do not modify the values. */
+  locations (): IterableIterator<[BlockId, Readonly<BlockLocation>]> {
+    return this.entries.entries()
+  }
+
+  /** The packs (see PackWriter). */
+  get packFiles (): PackWriter {
+    return this.packs
+  }
+
+  private tracked: Set<BlockId> | null = null
+
+  /**
+   * From now until `stopTracking`, remember every id `put` returns, new or
+   * deduplicated: garbage collection must not delete a block a writer took
+   * while it was deciding what is unreachable.
+   */
+  startTracking (): void {
+    this.tracked = new Set()
+  }
+
+  /** Ends tracking; returns the ids `put` returned since `startTracking`. */
+  stopTracking (): Set<BlockId> {
+    const t = this.tracked ?? new Set<BlockId>()
+    this.tracked = null
+    return t
+  }
+
+  /**
+   * Removes blocks from the in-memory index (garbage collection, before their
+   * records are deleted): `put` never returns them again and reading them
+   * fails as an unknown block. Synchronous.
+   */
+  forget (ids: Iterable<BlockId>): void {
+    for (const id of ids) {
+      const e = this.entries.get(id)
+      if (!e) continue
+      this.entries.delete(id)
+      this.checked.delete(id)
+      const h = this.byHash.get(e.hash)
+      if (h === id) this.byHash.delete(e.hash)
+      else if (Array.isArray(h)) {
+        const rest = h.filter(x => x !== id)
+        if (rest.length === 1) this.byHash.set(e.hash, rest[0]!)
+        else this.byHash.set(e.hash, rest)
+      }
+    }
+  }
+
+  /**
+   * Copies committed blocks into the current pack under the same ids
+   * (garbage collection's compaction), checking each one's hash on the way;
+   * yields to the event loop every VERIFY_YIELD_EVERY blocks; then makes
+   * the copies durable. Returns the new locations and the ids that could
+   * not be copied (unreadable or failing their hash: they stay where they
+   * are). The index is not changed: write the new locations
+   * (`relocationRecord`) and then call `moved`.
+   */
+  async copyBlocks (ids: BlockId[]): Promise<{ copies: Map<BlockId, BlockLocation>, failed: BlockId[] }> {
+    const copies = new Map<BlockId, BlockLocation>()
+    const failed: BlockId[] = []
+    let n = 0
+    for (const id of ids) {
+      if (++n % VERIFY_YIELD_EVERY === 0) await new Promise(resolve => setImmediate(resolve))
+      const e = this.entries.get(id)
+      if (!e) continue // forgotten meanwhile
+      let bytes: Buffer
+      try {
+        this.packs.readInto(e, this.scratch, 0, 0, e.length)
+        bytes = this.scratch.subarray(0, e.length)
+        if (this.hash(bytes) !== e.hash) { failed.push(id); continue }
+      } catch { failed.push(id); continue }
+      const loc = this.packs.append(bytes, e.hash, id)
+      this.space.used(RECORD_HEADER_SIZE + e.length)
+      copies.set(id, loc)
+    }
+    await this.packs.sync()
+    return { copies, failed }
+  }
+
+  /** The `block` record of `id` at location `loc` (for a batch that relocates it). */
+  relocationRecord (id: BlockId, loc: BlockLocation): BlockRecord {
+    const e = this.entry(id)
+    return { pack: loc.pack, offset: loc.offset, length: loc.length, hash: hashHex(e.hash) }
+  }
+
+  /** Points the in-memory index at the copies once their records are written. Synchronous. */
+  moved (copies: Map<BlockId, BlockLocation>): void {
+    for (const [id, loc] of copies) {
+      const e = this.entries.get(id)
+      if (!e) continue
+      e.pack = loc.pack
+      e.offset = loc.offset
+    }
+  }
+
+  /** Free bytes above the reserve on the store's filesystem (may be negative). One statfs. */
+  spaceAboveReserve (): number {
+    return this.space.aboveReserve()
+  }
+
+  // ---- repair (daemon/repair.ts) -----------------------------------------
+
+  /**
+   * Scans every pack (`verify --repair`): reads each record, keeps those
+   * whose bytes hash to the hash in their header, and returns them by
+   * BlockId (the newest record wins: highest pack, then offset, FORMAT.md
+   * "Packs") and by hash. Packs with no pack header are listed in
+   * `unreadable`. O(store size) reads; yields to the event loop between
+   * records.
+   */
+  async scanPacks (): Promise<{ byId: Map<BlockId, ScannedBlock>, byHash: Map<string, ScannedBlock>, records: number, unreadable: string[] }> {
+    const byId = new Map<BlockId, ScannedBlock>()
+    const byHash = new Map<string, ScannedBlock>()
+    const unreadable: string[] = []
+    let records = 0
+    const buf = Buffer.allocUnsafe(BLOCK_SIZE)
+    for (const pack of [...this.packs.listPacks().keys()].sort((a, b) => a - b)) {
+      try {
+        for (const r of this.packs.scanPack(pack)) {
+          if (++records % VERIFY_YIELD_EVERY === 0) await new Promise(resolve => setImmediate(resolve))
+          this.packs.readInto(r.location, buf, 0, 0, r.location.length)
+          if (this.hash(buf.subarray(0, r.location.length)) !== r.hash) continue
+          const b: ScannedBlock = { id: r.id, location: r.location, hash: hashHex(r.hash) }
+          byId.set(r.id, b)
+          byHash.set(b.hash, b)
+        }
+      } catch (err) {
+        unreadable.push(`${this.packs.packPath(pack)}: ${(err as Error).message}`)
+      }
+    }
+    return { byId, byHash, records, unreadable }
+  }
+
+  /** The index hash of block `id` as 16 hex digits, or undefined when it is not in the index. */
+  indexHash (id: BlockId): string | undefined {
+    const e = this.entries.get(id)
+    return e ? hashHex(e.hash) : undefined
   }
 
   /** Close the pack fds (not the db). Await `sync()` first if pending bytes matter. */

@@ -18,19 +18,20 @@
 import { ClassicLevel } from 'classic-level'
 import { Packr } from 'msgpackr'
 import * as path from 'node:path'
-import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, StoreLockedError } from './errors.js'
+import * as fs from 'node:fs'
+import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, StoreLockedError, storeIoError } from './errors.js'
 
 /** Kinds of record, one key prefix (sublevel) each. Values of all but `meta` and `block` are owned by other modules. */
-export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch' | 'memory'
+export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch' | 'memory' | 'run'
 
 /** Every record kind, in key-prefix order. */
-export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoint', 'context', 'gen', 'lower', 'memory', 'meta', 'node']
+export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoint', 'context', 'gen', 'lower', 'memory', 'meta', 'node', 'run']
 
 /** A key: a string is used as is; a number must be a safe non-negative integer and is encoded with `intKey`. */
 export type StoreKey = string | number
 
 /** On-disk format version written to meta `format` (FORMAT.md "Versions"). */
-export const STORE_FORMAT = 1
+export const STORE_FORMAT = 2
 
 /** The one shared codec: msgpack maps, no records extension (FORMAT.md "Metadata database"). */
 export const packr = new Packr({ useRecords: false })
@@ -85,29 +86,27 @@ type Level = ClassicLevel<string, Uint8Array>
  * encoded when `put` is called, so later mutation of the object has no effect.
  */
 export class StoreBatch {
-  private readonly inner: ReturnType<Level['batch']>
+  private readonly ops: Array<{ type: 'put', key: string, value: Uint8Array } | { type: 'del', key: string }> = []
   private readonly written: Array<() => void> = []
   private done = false
 
   /** @internal use `StoreDb.batch()` */
-  constructor (inner: ReturnType<Level['batch']>) {
-    this.inner = inner
-  }
+  constructor (private readonly db: StoreDb) {}
 
   /** Number of operations queued. */
   get length (): number {
-    return this.inner.length
+    return this.ops.length
   }
 
   /** Queue a put of `value` (any msgpack-encodable value) under (kind, key). */
   put (kind: RecordKind, key: StoreKey, value: unknown): this {
-    this.inner.put(prefix(kind) + encodeKey(key), packr.pack(value))
+    this.ops.push({ type: 'put', key: prefix(kind) + encodeKey(key), value: packr.pack(value) })
     return this
   }
 
   /** Queue a delete of (kind, key); deleting an absent key is not an error. */
   del (kind: RecordKind, key: StoreKey): this {
-    this.inner.del(prefix(kind) + encodeKey(key))
+    this.ops.push({ type: 'del', key: prefix(kind) + encodeKey(key) })
     return this
   }
 
@@ -124,20 +123,20 @@ export class StoreBatch {
   /**
    * Write every queued operation atomically. `sync` (default true) makes
    * LevelDB fsync its log before resolving. A batch can be written once.
-   * Throws StoreClosedError if written twice.
+   * Throws StoreClosedError if written twice; StoreNoSpaceError (E_NO_SPACE)
+   * or StoreIoError (E_IO) when LevelDB cannot write: then nothing of the
+   * batch is applied (see StoreDb.writeOps).
    */
   async write (opts: { sync?: boolean } = {}): Promise<void> {
     if (this.done) throw new StoreClosedError('store batch already written or discarded')
     this.done = true
-    await this.inner.write({ sync: opts.sync ?? true })
+    await this.db.writeOps(this.ops, opts.sync ?? true)
     for (const fn of this.written) fn()
   }
 
   /** Drop the queued operations without writing them. */
   async discard (): Promise<void> {
-    if (this.done) return
     this.done = true
-    await this.inner.close()
   }
 }
 
@@ -147,6 +146,10 @@ export class StoreDb {
   readonly location: string
   private readonly level: Level
   private closed = false
+  /** a write failed: LevelDB must be reopened before the next write (see writeOps) */
+  private poisoned = false
+  /** the reopen in progress; reads and writes wait for it */
+  private reopening: Promise<void> | null = null
 
   private constructor (location: string, level: Level) {
     this.location = location
@@ -163,8 +166,13 @@ export class StoreDb {
   static async open (storeDir: string): Promise<StoreDb> {
     const location = path.join(storeDir, META_DIR)
     const level: Level = new ClassicLevel<string, Uint8Array>(location, { keyEncoding: 'utf8', valueEncoding: 'view' })
+    // only a new (absent or empty) directory is created: LevelDB would take a
+    // database whose CURRENT file is lost for a missing one, start an empty
+    // one over it and delete the old files as obsolete
+    let fresh = true
+    try { fresh = fs.readdirSync(location).length === 0 } catch {}
     try {
-      await level.open({ createIfMissing: true })
+      await level.open({ createIfMissing: fresh })
     } catch (err) {
       throw openError(location, err)
     }
@@ -190,7 +198,7 @@ export class StoreDb {
    * Throws CorruptStoreError if the stored bytes are not valid msgpack.
    */
   async get<T> (kind: RecordKind, key: StoreKey): Promise<T | undefined> {
-    this.checkOpen()
+    await this.ready()
     const k = encodeKey(key)
     const bytes = await this.level.get(prefix(kind) + k)
     if (bytes === undefined) return undefined
@@ -200,7 +208,67 @@ export class StoreDb {
   /** Start a batch of puts and deletes (see StoreBatch). */
   batch (): StoreBatch {
     this.checkOpen()
-    return new StoreBatch(this.level.batch())
+    return new StoreBatch(this)
+  }
+
+  /**
+   * @internal StoreBatch.write. Writes `ops` as one LevelDB batch.
+   *
+   * After a failed write LevelDB's log ends in a partial record, and a write
+   * it accepts after that can be dropped when the log is next recovered
+   * (measured: ENOSPC on the log, space freed, a synced put acknowledged,
+   * gone after reopen). So a failed write poisons the database: the next
+   * write first closes and reopens it (recovery discards the partial
+   * record), and only then writes. Reads meanwhile wait for the reopen.
+   */
+  async writeOps (ops: Array<{ type: 'put', key: string, value: Uint8Array } | { type: 'del', key: string }>, sync: boolean): Promise<void> {
+    await this.ready()
+    if (this.poisoned) await this.reopen()
+    try {
+      await this.level.batch(ops, { sync })
+    } catch (err) {
+      this.poisoned = true
+      throw storeIoError(err, `write to the store database ${this.location}`, { path: this.location })
+    }
+  }
+
+  /** Throws when closed; waits for a reopen in progress; retries one that failed (LevelDB is closed then). */
+  private async ready (): Promise<void> {
+    this.checkOpen()
+    if (this.reopening) await this.reopening
+    if (this.poisoned && this.level.status !== 'open') await this.reopen()
+  }
+
+  /**
+   * The keys of one kind in key order (inside the kind, integer keys as
+   * hex), without reading values. For garbage collection's sweep.
+   */
+  async * keys (kind: RecordKind, opts: { gte?: StoreKey, lt?: StoreKey } = {}): AsyncGenerator<string> {
+    await this.ready()
+    const p = prefix(kind)
+    const range = { gte: p + (opts.gte === undefined ? '' : encodeKey(opts.gte)), lt: opts.lt === undefined ? `!${kind}"` : p + encodeKey(opts.lt) }
+    for await (const k of this.level.keys(range)) yield k.slice(p.length)
+  }
+
+  /** Compacts LevelDB's files (space of deleted records is returned only then). */
+  async compact (): Promise<void> {
+    await this.ready()
+    await this.level.compactRange('!', '~')
+  }
+
+  private async reopen (): Promise<void> {
+    this.reopening ??= (async () => {
+      try {
+        await this.level.close()
+        await this.level.open({ createIfMissing: false })
+        this.poisoned = false
+      } catch (err) {
+        throw storeIoError(err, `reopen of the store database ${this.location} after a failed write`, { path: this.location })
+      } finally {
+        this.reopening = null
+      }
+    })()
+    await this.reopening
   }
 
   /**
@@ -208,7 +276,7 @@ export class StoreDb {
    * keys inside that kind. Throws CorruptStoreError on an undecodable value.
    */
   async * iterate<T> (kind: RecordKind, opts: IterateOptions = {}): AsyncGenerator<StoreEntry<T>> {
-    this.checkOpen()
+    await this.ready()
     const p = prefix(kind)
     const range: { gt?: string, gte?: string, lt?: string, lte?: string, reverse: boolean, limit: number } = {
       reverse: opts.reverse ?? false,

@@ -8,7 +8,7 @@
  */
 
 /** Stable error codes raised by daemon/store. */
-export type StoreErrorCode = 'E_CORRUPT' | 'E_LOCKED' | 'E_FORMAT' | 'E_CLOSED'
+export type StoreErrorCode = 'E_CORRUPT' | 'E_LOCKED' | 'E_FORMAT' | 'E_CLOSED' | 'E_NO_SPACE' | 'E_IO'
 
 /** Context carried by store errors; every field is optional and only set when known. */
 export interface StoreErrorContext {
@@ -25,6 +25,8 @@ export interface StoreErrorContext {
   key?: string
   /** the underlying error, if one was thrown by a lower layer */
   cause?: unknown
+  /** errno name of the underlying system error (ENOSPC, EIO, ...) */
+  errno?: string
 }
 
 /** Base class of every error the store throws on purpose. */
@@ -72,4 +74,49 @@ export class StoreClosedError extends StoreError {
   constructor (message: string, context: StoreErrorContext = {}) {
     super('E_CLOSED', message, context)
   }
+}
+
+/**
+ * `E_NO_SPACE`: the store's filesystem is full, or has less free space than
+ * the reserve kept for checkpoints (daemon/store/space.ts). Nothing sealed
+ * was changed; the operation that got it had no effect. Remedy: free space on
+ * that filesystem (delete files, `rewindfs gc`); writes work again at once.
+ */
+export class StoreNoSpaceError extends StoreError {
+  constructor (message: string, context: StoreErrorContext = {}) {
+    super('E_NO_SPACE', message, context)
+  }
+}
+
+/** `E_IO`: a read or write of a store file failed with an I/O error (context.errno names it). */
+export class StoreIoError extends StoreError {
+  constructor (message: string, context: StoreErrorContext = {}) {
+    super('E_IO', message, context)
+  }
+}
+
+/** errno names that mean "the filesystem is full". */
+const NO_SPACE = new Set(['ENOSPC', 'EDQUOT'])
+
+/**
+ * A store error for a failed system call on a store file: StoreNoSpaceError
+ * for ENOSPC/EDQUOT (LevelDB says "No space left on device" in its message),
+ * StoreIoError for the rest. A StoreError is returned as it is. `what` says
+ * what was being done ("append to pack /s/packs/00000003.pack").
+ */
+export function storeIoError (err: unknown, what: string, context: StoreErrorContext = {}): StoreError {
+  if (err instanceof StoreError) return err
+  const e = err as { code?: string, message?: string }
+  const msg = String(e?.message ?? err)
+  const errno = typeof e?.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) ? e.code : /No space left on device/i.test(msg) ? 'ENOSPC' : undefined
+  if (errno !== undefined && NO_SPACE.has(errno)) {
+    return new StoreNoSpaceError(`${what} failed: the store's filesystem is full (${msg}); free space there (delete files, or run rewindfs gc) and try again`, { ...context, errno, cause: err })
+  }
+  return new StoreIoError(`${what} failed: ${msg}`, { ...context, ...(errno ? { errno } : {}), cause: err })
+}
+
+/** True when `err` says the store's filesystem is full (StoreNoSpaceError, or a raw ENOSPC/EDQUOT). */
+export function isNoSpace (err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code
+  return code === 'E_NO_SPACE' || code === 'ENOSPC' || code === 'EDQUOT'
 }

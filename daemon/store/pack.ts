@@ -2,12 +2,12 @@
  * Pack files: append-only files of block records, `<storeDir>/packs/<8 hex>.pack`.
  * Byte layout (FORMAT.md "Packs"), all integers little endian:
  *
- *   header  16 bytes: magic "RWPACK01" (8 ASCII bytes) + 8 reserved zero bytes
- *   record  u32 length | u64 xxh64(bytes, seed 0) | length bytes   (12 + length bytes)
+ *   header  16 bytes: magic "RWPACK02" (8 ASCII bytes) + 8 reserved zero bytes
+ *   record  u32 length | u64 xxh64(bytes, seed 0) | u64 BlockId | length bytes   (20 + length bytes)
  *
- * A BlockLocation's `offset` is the offset of the bytes (record start + 12).
- * Records carry their own length and hash so `verify --repair` can rebuild the
- * block index by scanning the packs alone.
+ * A BlockLocation's `offset` is the offset of the bytes (record start + 20).
+ * Records carry their own length, hash and BlockId, so `verify --repair` can
+ * rebuild the block index by scanning the packs alone.
  *
  * Packs know nothing of block ids, the index or generations. Bytes, once
  * written, are never modified. Every `PackWriter.open` starts a fresh pack
@@ -18,16 +18,16 @@
 
 import * as fs from 'node:fs'
 import * as path from 'node:path'
-import type { BlockLocation, PackId } from '../types.js'
+import type { BlockId, BlockLocation, PackId } from '../types.js'
 import { BLOCK_SIZE } from '../types.js'
-import { CorruptStoreError, StoreClosedError } from './errors.js'
+import { CorruptStoreError, StoreClosedError, storeIoError } from './errors.js'
 
 /** Pack magic, bytes 0..7 of every pack. */
-export const PACK_MAGIC = Buffer.from('RWPACK01', 'ascii')
+export const PACK_MAGIC = Buffer.from('RWPACK02', 'ascii')
 /** Bytes of the pack header (magic + 8 reserved bytes). */
 export const PACK_HEADER_SIZE = 16
-/** Bytes of a record header: u32 length + u64 xxh64. */
-export const RECORD_HEADER_SIZE = 12
+/** Bytes of a record header: u32 length + u64 xxh64 + u64 BlockId. */
+export const RECORD_HEADER_SIZE = 20
 /** Default size at which the writer rolls to a new pack: 256 MiB (brief; bounds scan and GC units). */
 export const DEFAULT_PACK_SIZE = 256 * 1024 * 1024
 /** Default bound on cached read file descriptors (one per pack), least recently used closed first. */
@@ -53,6 +53,8 @@ export interface ScannedRecord {
   location: BlockLocation
   /** xxh64 stored in the record header */
   hash: bigint
+  /** BlockId stored in the record header */
+  id: BlockId
 }
 
 /**
@@ -107,11 +109,12 @@ export class PackWriter {
 
   /**
    * Append one record synchronously (fs.writeSync) and return where its bytes
-   * are. `data` is 1..BLOCK_SIZE bytes; `hash` is its xxh64. The bytes are
-   * readable at once but durable only after `sync()` resolves. An I/O error
-   * (ENOSPC, EIO) is rethrown and the next append starts a new pack.
+   * are. `data` is 1..BLOCK_SIZE bytes; `hash` is its xxh64; `id` the BlockId
+   * the record is stored under. The bytes are readable at once but durable
+   * only after `sync()` resolves. An I/O error (ENOSPC, EIO) is rethrown and
+   * the next append starts a new pack.
    */
-  append (data: Uint8Array, hash: bigint): BlockLocation {
+  append (data: Uint8Array, hash: bigint, id: BlockId): BlockLocation {
     this.checkOpen()
     if (data.length < 1 || data.length > BLOCK_SIZE) throw new RangeError(`block of ${data.length} bytes (must be 1..${BLOCK_SIZE})`)
     if (this.current === undefined || this.currentEnd >= this.packSize) this.roll()
@@ -120,6 +123,7 @@ export class PackWriter {
     const h = this.recordHeader
     h.writeUInt32LE(data.length, 0)
     h.writeBigUInt64LE(hash, 4)
+    h.writeBigUInt64LE(BigInt(id), 12)
     const start = this.currentEnd
     try {
       writeFully(fd, h, start)
@@ -128,7 +132,7 @@ export class PackWriter {
       // a partial record may be on disk: never write over it, continue in a new pack
       this.current = undefined
       this.dirty.add(pack)
-      throw err
+      throw storeIoError(err, `append to pack ${this.packPath(pack)}`, { path: this.packPath(pack), pack })
     }
     this.currentEnd = start + RECORD_HEADER_SIZE + data.length
     this.dirty.add(pack)
@@ -164,7 +168,7 @@ export class PackWriter {
     } catch (err) {
       for (const id of packs) this.dirty.add(id)
       this.dirDirty ||= dirDirty
-      throw err
+      throw storeIoError(err, `fsync of the packs in ${this.dir}`, { path: this.dir })
     } finally {
       for (const id of packs) {
         const n = (this.syncing.get(id) ?? 1) - 1
@@ -206,11 +210,31 @@ export class PackWriter {
     return b
   }
 
-  /** Read the record header in front of `loc` (for verify): its stored length and hash. Throws like readInto. */
-  readRecordHeader (loc: BlockLocation): { length: number, hash: bigint } {
+  /** Read the record header in front of `loc` (for verify): its stored length, hash and BlockId. Throws like readInto. */
+  readRecordHeader (loc: BlockLocation): { length: number, hash: bigint, id: BlockId } {
     const b = Buffer.alloc(RECORD_HEADER_SIZE)
     this.readInto({ pack: loc.pack, offset: loc.offset - RECORD_HEADER_SIZE, length: RECORD_HEADER_SIZE }, b, 0, 0, RECORD_HEADER_SIZE)
-    return { length: b.readUInt32LE(0), hash: b.readBigUInt64LE(4) }
+    return { length: b.readUInt32LE(0), hash: b.readBigUInt64LE(4), id: Number(b.readBigUInt64LE(12)) }
+  }
+
+  /**
+   * What is wrong with pack `id` for blocks that end at byte `end`, in plain
+   * words, or undefined when it exists, starts with the pack header and is
+   * at least `end` bytes long. One stat and one 8-byte read.
+   */
+  checkPack (id: PackId, end: number): string | undefined {
+    const file = this.packPath(id)
+    let fd: number
+    try { fd = fs.openSync(file, 'r') } catch (e: any) {
+      return e.code === 'ENOENT' ? `pack ${file} is missing` : `pack ${file} cannot be opened (${e.message})`
+    }
+    try {
+      const size = fs.fstatSync(fd).size
+      const head = Buffer.alloc(PACK_MAGIC.length)
+      if (fs.readSync(fd, head, 0, head.length, 0) < head.length || !head.equals(PACK_MAGIC)) return `pack ${file} has no ${PACK_MAGIC.toString('ascii')} header`
+      if (size < end) return `pack ${file} is truncated: ${size} bytes, but its blocks end at byte ${end}`
+      return undefined
+    } finally { fs.closeSync(fd) }
   }
 
   /**
@@ -226,7 +250,7 @@ export class PackWriter {
     if (size === 0) return
     const head = Buffer.alloc(PACK_HEADER_SIZE)
     if (fs.readSync(fd, head, 0, PACK_HEADER_SIZE, 0) < PACK_HEADER_SIZE || !head.subarray(0, 8).equals(PACK_MAGIC)) {
-      throw new CorruptStoreError(`pack ${this.packPath(id)} has no RWPACK01 header`, { path: this.packPath(id), pack: id, offset: 0 })
+      throw new CorruptStoreError(`pack ${this.packPath(id)} has no ${PACK_MAGIC.toString('ascii')} header`, { path: this.packPath(id), pack: id, offset: 0 })
     }
     const h = Buffer.alloc(RECORD_HEADER_SIZE)
     let pos = PACK_HEADER_SIZE
@@ -234,9 +258,64 @@ export class PackWriter {
       if (fs.readSync(fd, h, 0, RECORD_HEADER_SIZE, pos) < RECORD_HEADER_SIZE) return
       const length = h.readUInt32LE(0)
       if (length < 1 || length > BLOCK_SIZE || pos + RECORD_HEADER_SIZE + length > size) return
-      yield { location: { pack: id, offset: pos + RECORD_HEADER_SIZE, length }, hash: h.readBigUInt64LE(4) }
+      yield { location: { pack: id, offset: pos + RECORD_HEADER_SIZE, length }, hash: h.readBigUInt64LE(4), id: Number(h.readBigUInt64LE(12)) }
       pos += RECORD_HEADER_SIZE + length
     }
+  }
+
+  /** Ends the current pack: the next append starts a new one (garbage collection can then compact the old one). */
+  startNewPack (): void {
+    this.current = undefined
+  }
+
+  /** The pack appends go to now, or undefined before the first append of this process. */
+  get currentPack (): PackId | undefined {
+    return this.current
+  }
+
+  /** Every pack file in the pack directory with its size in bytes, by PackId. One readdir + one stat per pack. */
+  listPacks (): Map<PackId, number> {
+    const out = new Map<PackId, number>()
+    for (const name of fs.readdirSync(this.dir)) {
+      const m = /^([0-9a-f]{8})\.pack$/.exec(name)
+      if (m === null) continue
+      try { out.set(parseInt(m[1] as string, 16), fs.statSync(path.join(this.dir, name)).size) } catch {}
+    }
+    return out
+  }
+
+  /**
+   * Delete pack files (garbage collection, once no index record points into
+   * them), then fsync the pack directory. Never the current pack, nor one
+   * with unsynced appends (RangeError). Returns the bytes the files held.
+   */
+  async deletePacks (ids: PackId[]): Promise<number> {
+    this.checkOpen()
+    let freed = 0
+    for (const id of ids) {
+      if (id === this.current || this.dirty.has(id) || this.syncing.has(id)) throw new RangeError(`pack ${id} is being written; it cannot be deleted`)
+    }
+    for (const id of ids) {
+      const fd = this.fds.get(id)
+      if (fd !== undefined) { this.fds.delete(id); fs.closeSync(fd) }
+      const file = this.packPath(id)
+      try {
+        freed += fs.statSync(file).size
+        fs.unlinkSync(file)
+      } catch (err: any) {
+        if (err.code !== 'ENOENT') throw storeIoError(err, `delete pack ${file}`, { path: file, pack: id })
+      }
+    }
+    if (ids.length > 0) {
+      const h = await fs.promises.open(this.dir, 'r')
+      try { await h.sync() } finally { await h.close() }
+    }
+    return freed
+  }
+
+  /** True while pack `id` has appends not yet made durable (or being made durable). */
+  isWriting (id: PackId): boolean {
+    return id === this.current || this.dirty.has(id) || this.syncing.has(id)
   }
 
   /** Close every fd. Appended but unsynced bytes may be lost on a crash. Closing twice is allowed. */
@@ -251,10 +330,19 @@ export class PackWriter {
   /** Create the next pack (O_EXCL: never reuse a file) and write its header. */
   private roll (): void {
     const id = this.nextPack++
-    const fd = fs.openSync(this.packPath(id), 'wx+')
+    const file = this.packPath(id)
+    let fd: number
+    try { fd = fs.openSync(file, 'wx+') } catch (err) { throw storeIoError(err, `create pack ${file}`, { path: file, pack: id }) }
     const head = Buffer.alloc(PACK_HEADER_SIZE)
     PACK_MAGIC.copy(head, 0)
-    writeFully(fd, head, 0)
+    try {
+      writeFully(fd, head, 0)
+    } catch (err) {
+      // no pack without a whole header (a scan would call it corrupt): remove it
+      fs.closeSync(fd)
+      try { fs.unlinkSync(file) } catch {}
+      throw storeIoError(err, `create pack ${file}`, { path: file, pack: id })
+    }
     this.current = id
     this.currentEnd = PACK_HEADER_SIZE
     this.remember(id, fd)

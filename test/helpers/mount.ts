@@ -78,14 +78,20 @@ export async function forceUnmount (dir: string): Promise<void> {
   }
 }
 
+/** Choices of mountWorkspace beyond the defaults. */
+export interface MountChoices {
+  /** the store directory (default `<root>/store`); made by the caller when it needs a filesystem of its own */
+  store?: (root: string) => string
+}
+
 /**
  * Mounts a new workspace populated by `populate(dir)` (runs before the
  * mount, on the plain directory) and registers its teardown on `t`.
  */
-export async function mountWorkspace (t: Teardownable, populate?: (dir: string) => void | Promise<void>): Promise<Mounted> {
+export async function mountWorkspace (t: Teardownable, populate?: (dir: string) => void | Promise<void>, choices: MountChoices = {}): Promise<Mounted> {
   const root = tempRoot()
   const dir = path.join(root, 'ws')
-  const store = path.join(root, 'store')
+  const store = choices.store ? choices.store(root) : path.join(root, 'store')
   const home = path.join(root, 'home')
   fs.mkdirSync(dir); fs.mkdirSync(home)
   if (populate) await populate(dir)

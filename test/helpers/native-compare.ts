@@ -84,6 +84,16 @@ export function runSync (cmd: string, args: string[], o: { timeoutMs?: number, i
   return { code: r.status ?? -1, stdout: r.stdout ?? '', stderr: (r.stderr ?? '') + (r.error ? String(r.error) : '') }
 }
 
+/**
+ * The python3 interpreter for scripts that may run as the unprivileged user:
+ * Debian's /usr/bin/python3 (a pyenv shim under /root is out of that user's
+ * reach), else the one on PATH.
+ */
+export const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
+
+/** The unprivileged user (and group) of permission cases: nobody/nogroup. */
+export const NOBODY = 65534
+
 /** Runs a python3 script with arguments; returns stdout parsed as JSON, or throws with stderr. */
 export function pyJson (script: string, ...args: string[]): any {
   const r = runSync('python3', ['-c', script, ...args])
@@ -107,6 +117,70 @@ def r(label, f):
 def done():
     print(json.dumps(out))
 `
+
+/**
+ * libc calls python's os module lacks, through ctypes (append to PY_PRELUDE):
+ * utimensat(p, a, m, nofollow) with a and m each ns since the epoch, 'NOW'
+ * (UTIME_NOW), 'OMIT' (UTIME_OMIT) or a raw (tv_sec, tv_nsec) tuple, or
+ * a = None for a NULL times pointer; linkat_follow(src, dst) (linkat with
+ * AT_SYMLINK_FOLLOW: python's os.link calls link(2), which does not follow);
+ * getxattr_n(p, name, size) and listxattr_n(p, size) with an explicit buffer
+ * size (0 asks for the needed size, as getxattr(2) and listxattr(2) do).
+ * Errors raise OSError with the C errno, so r() records its name.
+ */
+export const PY_LIBC = `
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+class timespec(ctypes.Structure):
+    _fields_ = [('tv_sec', ctypes.c_long), ('tv_nsec', ctypes.c_long)]
+libc.utimensat.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(timespec), ctypes.c_int]
+libc.linkat.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+libc.getxattr.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
+libc.getxattr.restype = ctypes.c_ssize_t
+libc.listxattr.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
+libc.listxattr.restype = ctypes.c_ssize_t
+def _chk(rc):
+    if rc < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return rc
+def _ts(x):
+    if isinstance(x, tuple): return timespec(*x)
+    if x == 'NOW': return timespec(0, (1 << 30) - 1)
+    if x == 'OMIT': return timespec(0, (1 << 30) - 2)
+    return timespec(x // 10**9, x % 10**9)
+def utimensat(p, a, m=None, nofollow=False):
+    t = None if a is None else (timespec * 2)(_ts(a), _ts(m))
+    return _chk(libc.utimensat(-100, p.encode(), t, 0x100 if nofollow else 0))
+def linkat_follow(src, dst):
+    return _chk(libc.linkat(-100, src.encode(), -100, dst.encode(), 0x400))
+def getxattr_n(p, name, size):
+    buf = ctypes.create_string_buffer(max(size, 1))
+    n = _chk(libc.getxattr(p.encode(), name.encode(), buf if size else None, size))
+    return n if size == 0 else buf.raw[:n]
+def listxattr_n(p, size):
+    buf = ctypes.create_string_buffer(max(size, 1))
+    n = _chk(libc.listxattr(p.encode(), buf if size else None, size))
+    return n if size == 0 else sorted(x for x in buf.raw[:n].decode().split('\\0') if x)
+`
+
+/** One labelled outcome of a python sequence: [label, 'ok', value] or [label, errno name] (see PY_PRELUDE's r()). */
+export type PyEntry = [string, ...unknown[]]
+
+/**
+ * Runs PY_PRELUDE + PY_LIBC + script with args, as root or, given `uid`, as
+ * that user with the same gid and no supplementary groups (setpriv). The
+ * script calls r(label, fn) for each operation and done() at its end.
+ * Returns the entries; throws with stderr when python fails.
+ */
+export function pySeq (script: string, args: string[], o: { uid?: number } = {}): PyEntry[] {
+  const py = [PYTHON, '-c', PY_PRELUDE + PY_LIBC + script, ...args]
+  const r = o.uid === undefined
+    ? runSync(py[0]!, py.slice(1))
+    : runSync('setpriv', [`--reuid=${o.uid}`, `--regid=${o.uid}`, '--clear-groups', ...py])
+  if (r.code !== 0) throw new Error(`python3 failed (${r.code}): ${r.stderr}`)
+  return JSON.parse(r.stdout)
+}
 
 /** Equality of two buffers reported without dumping megabytes into the test output. */
 export function bufDiff (a: Buffer, b: Buffer): string | null {

@@ -4,7 +4,8 @@ usage: agent_roundtrip.py STORE_DIR WORKSPACE_DIR
 
 Marks a checkpoint carrying a context and segment metadata, lists the
 candidates, changes notes.txt in the workspace, restores the checkpoint,
-reads its context back, adds a rewind memory entry, and prints one JSON
+reads its context back, adds a rewind memory entry, pins the checkpoint,
+ends the run, asks gc for a dry run, and prints one JSON
 object with what it saw (test/agent-ops.test.ts asserts on it). Errors from
 the daemon are printed as {"error": code}.
 """
@@ -32,6 +33,9 @@ def main(store, workspace):
         out["memory_count"] = c.memory_add("py-run", {"tried": "edit notes", "why": "test"})
         out["memory"] = c.memory_get("py-run")
         out["log_ids"] = [x["id"] for x in c.log(limit=10)]
+        out["pin"] = c.pin(cp["id"])
+        out["run_end"] = c.run_end("py-run")
+        out["gc"] = c.gc(keep_last=0, abandoned_after_ms=0, dry_run=True)
         try:
             c.restore(999999)
         except RewindError as e:

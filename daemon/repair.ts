@@ -1,0 +1,141 @@
+/**
+ * `rewindfs verify --repair`: rebuilds what can be rebuilt, then verifies
+ * again and says what could not be rebuilt.
+ *
+ * What it rebuilds:
+ * - a LevelDB that cannot be opened (corrupt log, table or manifest): with
+ *   LevelDB's own repair (ClassicLevel.repair), which keeps every record it
+ *   can still read;
+ * - block index records that are malformed (deleted, then treated as
+ *   missing);
+ * - the block index from the packs: every block verify finds unreadable,
+ *   of the wrong length, failing its hash, or missing from the index while a
+ *   record uses it, is looked up among the valid records of all packs (each
+ *   record carries its BlockId and hash, FORMAT.md "Packs"): the newest
+ *   record with its id whose bytes match the hash the index expects, else
+ *   any record with those bytes' hash; `meta.nextBlockId` is raised above
+ *   every id found in the packs.
+ * What it cannot rebuild, and says so: a block whose bytes are in no pack
+ * (with the files and checkpoints that use it), inode table nodes and
+ * records, contexts, checkpoint records (they live only in LevelDB).
+ * Nothing that was readable is deleted, except malformed block records.
+ */
+import path from 'node:path'
+import fs from 'node:fs'
+import { ClassicLevel } from 'classic-level'
+import { StoreDb, META_DIR, parseIntKey } from './store/db.js'
+import { BlockStore, META_NEXT_BLOCK_ID, type BlockRecord, type ScannedBlock } from './store/blocks.js'
+import { StoreError } from './store/errors.js'
+import { BLOCK_SIZE, type BlockId } from './types.js'
+import { verifyOpened, type VerifyReport } from './verify.js'
+
+export interface RepairReport {
+  store: string
+  /** what was rebuilt, in plain words */
+  actions: string[]
+  /** verify before the repair; null when the store could not be opened before LevelDB's repair */
+  before: VerifyReport | null
+  /** verify after the repair: what could not be rebuilt */
+  after: VerifyReport
+}
+
+/** Why repair could not run (no store, held by a daemon, LevelDB beyond repair). */
+export class RepairError extends Error {
+  constructor (message: string, readonly code: 'E_NO_STORE' | 'E_LOCKED' | 'E_OPEN') { super(message) }
+}
+
+const BLOCK_PROBLEMS = new Set(['E_BLOCK_UNREADABLE', 'E_BLOCK_LENGTH', 'E_BLOCK_HASH', 'E_MISSING_BLOCK'])
+
+/** Repairs the stopped store in `storeDir` (see the module comment). Throws RepairError when it cannot start. */
+export async function repairStore (storeDir: string): Promise<RepairReport> {
+  const store = path.resolve(storeDir)
+  const location = path.join(store, META_DIR)
+  if (!fs.existsSync(location)) throw new RepairError(`there is no rewindfs store at ${store} (no ${META_DIR}/ directory)`, 'E_NO_STORE')
+  const actions: string[] = []
+  let db: StoreDb
+  let opened = true
+  try {
+    db = await StoreDb.open(store)
+  } catch (e) {
+    if (e instanceof StoreError && e.code === 'E_LOCKED') throw new RepairError(`the store ${store} is held by a running daemon: rewindfs unmount first, then rewindfs verify --repair`, 'E_LOCKED')
+    if (e instanceof StoreError && e.code === 'E_FORMAT') throw new RepairError(e.message, 'E_OPEN')
+    opened = false
+    await ClassicLevel.repair(location)
+    actions.push(`the metadata database could not be opened (${(e as Error).message.split(';')[0]}); LevelDB's repair rebuilt it from the records it could still read`)
+    try { db = await StoreDb.open(store) } catch (e2) {
+      throw new RepairError(`the metadata database ${location} cannot be opened even after LevelDB's repair (${(e2 as Error).message}); restore the store directory from a backup`, 'E_OPEN')
+    }
+  }
+  try {
+    await dropMalformedBlockRecords(db, actions)
+    let blocks = await BlockStore.open(store, db, { checkPacks: false })
+    let before: VerifyReport | null
+    try {
+      before = await verifyOpened(store, db, blocks)
+      const ids = new Set<BlockId>()
+      for (const p of before.problems) if (BLOCK_PROBLEMS.has(p.code) && p.blockId !== undefined) ids.add(p.blockId)
+      if (ids.size > 0) await rebuildBlocks(db, blocks, ids, actions)
+    } finally {
+      blocks.close()
+    }
+    blocks = await BlockStore.open(store, db, { checkPacks: false })
+    try {
+      const after = await verifyOpened(store, db, blocks)
+      return { store, actions, before: opened ? before : null, after }
+    } finally {
+      blocks.close()
+    }
+  } finally {
+    await db.close()
+  }
+}
+
+/** Deletes `block` records that do not decode or are not {pack, offset, length, hash}; their ids then count as missing. */
+async function dropMalformedBlockRecords (db: StoreDb, actions: string[]): Promise<void> {
+  const bad: string[] = []
+  for await (const key of db.keys('block')) {
+    let ok = false
+    try {
+      const id = parseIntKey(key)
+      const v = await db.get<BlockRecord>('block', key)
+      ok = id >= 1 && typeof v === 'object' && v !== null && Number.isSafeInteger(v.pack) && v.pack >= 1 &&
+        Number.isSafeInteger(v.offset) && v.offset >= 0 && Number.isSafeInteger(v.length) && v.length >= 1 &&
+        v.length <= BLOCK_SIZE && typeof v.hash === 'string' && /^[0-9a-f]{16}$/.test(v.hash)
+    } catch {}
+    if (!ok) bad.push(key)
+  }
+  if (bad.length === 0) return
+  const batch = db.batch()
+  for (const k of bad) batch.del('block', k)
+  await batch.write({ sync: true })
+  actions.push(`deleted ${bad.length} malformed block index record${bad.length === 1 ? '' : 's'} (${bad.slice(0, 5).join(', ')}${bad.length > 5 ? ', ...' : ''}); their blocks are looked for in the packs`)
+}
+
+/** Points the index of `ids` at valid copies found in the packs; raises nextBlockId above every id in the packs. */
+async function rebuildBlocks (db: StoreDb, blocks: BlockStore, ids: Set<BlockId>, actions: string[]): Promise<void> {
+  const scan = await blocks.scanPacks()
+  for (const u of scan.unreadable) actions.push(`skipped a pack that cannot be scanned: ${u}`)
+  const batch = db.batch()
+  let fixed = 0
+  for (const id of [...ids].sort((a, b) => a - b)) {
+    const want = blocks.indexHash(id)
+    let found: ScannedBlock | undefined = scan.byId.get(id)
+    if (found && want !== undefined && found.hash !== want) found = undefined
+    if (!found && want !== undefined) found = scan.byHash.get(want)
+    if (!found) continue
+    const rec: BlockRecord = { pack: found.location.pack, offset: found.location.offset, length: found.location.length, hash: found.hash }
+    batch.put('block', id, rec)
+    fixed++
+    const was = blocks.has(id) ? `was at pack ${blocks.location(id).pack} offset ${blocks.location(id).offset} and could not be read back intact` : 'was missing from the index'
+    actions.push(`block ${id} ${was}; now points at ${found.id === id ? 'its' : `an identical block's (id ${found.id})`} record in pack ${rec.pack} at offset ${rec.offset}`)
+  }
+  let maxId = 0
+  for (const id of scan.byId.keys()) maxId = Math.max(maxId, id)
+  const next = await db.get<number>('meta', META_NEXT_BLOCK_ID) ?? 1
+  if (maxId + 1 > next) {
+    batch.put('meta', META_NEXT_BLOCK_ID, maxId + 1)
+    actions.push(`nextBlockId raised from ${next} to ${maxId + 1} (ids found in the packs)`)
+  }
+  if (batch.length > 0) await batch.write({ sync: true })
+  if (fixed < ids.size) actions.push(`${ids.size - fixed} of ${ids.size} damaged or missing blocks have no intact copy in any pack (${scan.records} records scanned): see the problems below`)
+}
