@@ -38,11 +38,13 @@ export type WriterCommand =
   /** (re)open the mounted workspace `dir` and read the whole tree into the model; `sealed` stay untouched */
   | { cmd: 'open', dir: string, sealed: string[], maxBytes: number }
   /**
-   * run ops: 'mixed' (all kinds, fsync with probability `fsync`) or 'bulk'
-   * (new and overwritten big files, no fsync) until `ops` ops or `bytes`
-   * bytes written (0 = no limit: until `pause`)
+   * run ops: 'mixed' (all kinds, fsync with probability `fsync`), 'bulk'
+   * (new and overwritten big files, no fsync) or 'scatter' (small writes at
+   * unaligned offsets of big files, no fsync: each leaves a partly written
+   * block for the next checkpoint to seal) until `ops` ops or `bytes` bytes
+   * written (0 = no limit: until `pause`)
    */
-  | { cmd: 'run', seed: number, mode: 'mixed' | 'bulk', ops: number, bytes: number, fsync: number }
+  | { cmd: 'run', seed: number, mode: WriterMode, ops: number, bytes: number, fsync: number }
   | { cmd: 'pause' }
   /** the model's lines now */
   | { cmd: 'lines' }
@@ -50,6 +52,9 @@ export type WriterCommand =
   | { cmd: 'oplog' }
   /** close the directory fd (before a remount) */
   | { cmd: 'close' }
+
+/** Kinds of runs (see WriterCommand 'run'). */
+export type WriterMode = 'mixed' | 'bulk' | 'scatter'
 
 /** Events the writer sends. `lines` are model lines, sorted. */
 export type WriterEvent =
@@ -86,7 +91,7 @@ class Writer {
   private sealed = new Set<string>()
   private maxBytes = 48 * MiB
   private rng = new Prng(1)
-  private running: { mode: 'mixed' | 'bulk', ops: number, bytes: number, fsync: number, done: number, written: number } | null = null
+  private running: { mode: WriterMode, ops: number, bytes: number, fsync: number, done: number, written: number } | null = null
   private pauseAsked = false
   private fsyncs = 0
   private readonly oplog: string[] = []
@@ -288,14 +293,13 @@ class Writer {
     if (!r) return
     if (this.pauseAsked) { this.running = null; this.pauseAsked = false; this.send({ ev: 'paused', ops: r.done, bytes: r.written }); return }
     if ((r.ops > 0 && r.done >= r.ops) || (r.bytes > 0 && r.written >= r.bytes)) { this.running = null; this.send({ ev: 'idle', ops: r.done, bytes: r.written }); return }
-    let line = '?'
     try {
-      line = r.mode === 'bulk' ? this.bulkOp() : this.mixedOp(r.fsync)
+      const line = r.mode === 'bulk' ? this.bulkOp() : r.mode === 'scatter' ? this.scatterOp() : this.mixedOp(r.fsync)
       this.oplog.push(line)
       if (this.oplog.length > 1000) this.oplog.splice(0, 500)
       r.done++
     } catch (e: any) {
-      this.oplog.push(`failed: ${line}: ${e.code ?? e.message}`)
+      this.oplog.push(`failed: ${e.message}`)
       this.running = null
       this.send({ ev: 'error', code: e.code ?? 'EUNKNOWN', message: String(e.message), op: this.oplog[this.oplog.length - 1] })
       return
@@ -326,6 +330,24 @@ class Writer {
     if (big.length && this.rng.chance(0.4)) return this.overwrite(this.rng.pick(big), this.bigSize(), 0)
     const parent = this.rng.pick(this.dirs().filter(d => this.depth(d) < 4))
     return this.create(this.fresh(parent), this.bigSize(), 0)
+  }
+
+  /** 'scatter': 1..32 KiB at an unaligned offset of a big file. */
+  private scatterOp (): string {
+    const big = this.files((rel, n) => !n.frozen && n.data.length >= 4 * BLOCK)
+    if (!big.length) return this.bulkOp()
+    const rel = this.rng.pick(big)
+    const node = this.tree.get(rel) as FileNode
+    const off = this.rng.int(node.data.length)
+    const data = this.content(this.rng.range(1, 32 * KiB))
+    const fd = fs.openSync(this.P(rel), 'r+')
+    try {
+      let done = 0
+      while (done < data.length) done += fs.writeSync(fd, data, done, data.length - done, off + done)
+    } finally { fs.closeSync(fd) }
+    Writer.put(node, data, off)
+    if (this.running) this.running.written += data.length
+    return `scatter ${rel} off=${off} len=${data.length}`
   }
 
   private mixedOp (pFsync: number): string {

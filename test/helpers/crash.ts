@@ -13,7 +13,7 @@ import { fork, execFile, type ChildProcess } from 'node:child_process'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import type { Mounted } from './mount.js'
-import type { WriterCommand, WriterEvent } from './crash-writer.js'
+import type { WriterCommand, WriterEvent, WriterMode } from './crash-writer.js'
 
 const run = promisify(execFile)
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -99,7 +99,6 @@ export function fusermountHelper (pid: number): number | null {
  * is the daemon's child), by pid.
  */
 export async function killLeavingDeadMount (m: Mounted): Promise<number | null> {
-  await m.client.close().catch(() => {})
   const helper = fusermountHelper(m.daemon.pid!)
   if (helper !== null) {
     process.kill(helper, 'SIGKILL')
@@ -107,6 +106,7 @@ export async function killLeavingDeadMount (m: Mounted): Promise<number | null> 
   }
   m.daemon.kill('SIGKILL')
   await new Promise(resolve => m.daemon.exitCode !== null || m.daemon.signalCode !== null ? resolve(null) : m.daemon.once('exit', resolve))
+  await m.client.close().catch(() => {})
   return helper
 }
 
@@ -126,6 +126,8 @@ export type RunEnd = Extract<WriterEvent, { ev: 'idle' | 'paused' | 'error' }>
 export class WriterProc {
   readonly child: ChildProcess
   private runEnd: { promise: Promise<RunEnd>, resolve: (e: RunEnd) => void } | null = null
+  /** how the last run ended */
+  private lastEnd: RunEnd = { ev: 'paused', ops: 0, bytes: 0 }
   private waiting: { evs: string[], resolve: (e: WriterEvent) => void, reject: (e: Error) => void } | null = null
   private exited = false
 
@@ -145,6 +147,7 @@ export class WriterProc {
     if (this.runEnd && (e.ev === 'idle' || e.ev === 'paused' || e.ev === 'error')) {
       const r = this.runEnd
       this.runEnd = null
+      this.lastEnd = e
       r.resolve(e)
       return
     }
@@ -174,7 +177,7 @@ export class WriterProc {
   }
 
   /** Starts a run (see WriterCommand 'run'). */
-  run (o: { seed: number, mode: 'mixed' | 'bulk', ops?: number, bytes?: number, fsync?: number }): void {
+  run (o: { seed: number, mode: WriterMode, ops?: number, bytes?: number, fsync?: number }): void {
     if (this.runEnd) throw new Error('writer: a run is already going on')
     let resolve!: (e: RunEnd) => void
     const promise = new Promise<RunEnd>(r => { resolve = r })
@@ -182,14 +185,14 @@ export class WriterProc {
     this.send({ cmd: 'run', seed: o.seed, mode: o.mode, ops: o.ops ?? 0, bytes: o.bytes ?? 0, fsync: o.fsync ?? 0 })
   }
 
-  /** Waits for the current run to end (at once when there is none: 'paused'). */
+  /** Waits for the current run to end; how the last one ended when none is going on. */
   async end (): Promise<RunEnd> {
-    return this.runEnd ? await this.runEnd.promise : { ev: 'paused', ops: 0, bytes: 0 }
+    return this.runEnd ? await this.runEnd.promise : this.lastEnd
   }
 
   /** Ends the current run after the op under way (nothing runs once it resolves). */
   async pause (): Promise<RunEnd> {
-    if (!this.runEnd) return { ev: 'paused', ops: 0, bytes: 0 }
+    if (!this.runEnd) return this.lastEnd
     const p = this.runEnd.promise
     this.send({ cmd: 'pause' })
     return await p
