@@ -48,6 +48,8 @@
  *   REWINDFS_CRASH_SAMPLE  acknowledged checkpoints restored after each kill
  *                          besides the newest two and any new ones (default 1;
  *                          'all'); every round ends by restoring all of them
+ *   REWINDFS_CRASH_PHASES  the phases kills take in turn ("gc,restart"; default
+ *                          PHASE_ORDER)
  *   REWINDFS_CRASH_LOG=1   print each round's action log
  * A failure prints the seed, the kill, the first differing manifest lines,
  * the test's action log and the workload's last ops. Kill moments depend on
@@ -78,6 +80,8 @@ const SEEDS = process.env.REWINDFS_CRASH_SEEDS
   : Array.from({ length: Number(process.env.REWINDFS_CRASH_ROUNDS ?? 2) }, (_, i) => i + 1)
 const KILLS = Number(process.env.REWINDFS_CRASH_KILLS ?? 4)
 const SAMPLE = process.env.REWINDFS_CRASH_SAMPLE === 'all' ? Infinity : Number(process.env.REWINDFS_CRASH_SAMPLE ?? 1)
+/** The environment that replays a round's workload. */
+const REPRODUCE = (seed: number): string => `REWINDFS_CRASH_SEEDS=${seed} REWINDFS_CRASH_KILLS=${KILLS}${process.env.REWINDFS_CRASH_PHASES ? ` REWINDFS_CRASH_PHASES=${process.env.REWINDFS_CRASH_PHASES}` : ''}`
 /** live data the workload keeps at most (it deletes big files beyond) */
 const MAX_TREE_BYTES = 40 * MiB
 
@@ -207,7 +211,7 @@ const PHASES: Record<PhaseName, Phase> = {
     await r.burst({ mode: 'mixed', ops: r.rng.range(30, 80), fsync: 0.1 })
     await r.burst({ mode: 'bulk', bytes: r.rng.range(6, 20) * MiB })
     const final = await r.settle()
-    await r.w.close()
+    await r.closeWriter()
     const pid = r.m.daemon.pid!
     r.log.push('unmount (write-back), then SIGKILL during it')
     await r.m.client.unmount({}).catch(() => {})
@@ -268,7 +272,15 @@ const PHASES: Record<PhaseName, Phase> = {
    * restart after them must find what the first kill left
    */
   restart: async (r) => {
-    const o = await PHASES.restore(r)
+    let o: KillOutcome
+    if (r.rng.chance(0.5)) o = await PHASES.restore(r)
+    else {
+      // after a clean unmount the next start is a fresh mount of the written-back directory (a "mount" checkpoint)
+      const final = await r.cleanUnmount('a clean unmount')
+      r.killed = true
+      r.kills++
+      o = { landed: true, candidates: [], optional: [{ label: 'mount', lines: final }], note: 'a clean unmount' }
+    }
     const { m } = r
     let hit = 0
     const n = r.rng.range(1, 3)
@@ -303,10 +315,12 @@ const PHASES: Record<PhaseName, Phase> = {
  * row: the second write-back of a session starts from a directory the
  * first one left half written.
  */
-const PHASE_ORDER: PhaseName[] = ['writes', 'writeback', 'writeback', 'mark', 'restore', 'gc', 'restart']
+const PHASE_ORDER = (process.env.REWINDFS_CRASH_PHASES?.split(',').map(p => p.trim()) ?? ['writes', 'writeback', 'writeback', 'mark', 'restore', 'gc', 'restart']) as PhaseName[]
+for (const p of PHASE_ORDER) if (!(p in PHASES)) throw new Error(`REWINDFS_CRASH_PHASES: no phase ${p} (phases: ${Object.keys(PHASES).join(', ')})`)
 
 // ---- a round -----------------------------------------------------------------
 
+/** Processes holding /dev/fuse open, as "pid cmdline" (for the report when a dead mount is not dead). */
 function fuseHolders (): string[] {
   const out: string[] = []
   for (const p of fs.readdirSync('/proc')) {
@@ -345,8 +359,8 @@ class Round {
   readonly rng: Prng
   /**
    * acknowledged checkpoints: id → manifest at the cut; `mayVanish` marks
-   * one a phase allows the store to remove by policy (a gc phase would set
-   * it on abandoned branches): it may be missing, and is exact if listed
+   * one a phase allows the store to remove by policy (the gc phase sets it
+   * on those its policy drops): it may be missing, and is exact if listed
    */
   readonly recorded = new Map<number, { lines: string[], label: string, mayVanish?: boolean }>()
   /** the last durable state */
@@ -366,7 +380,7 @@ class Round {
   probes = 0
   readonly log: string[] = []
   readonly t0 = performance.now()
-  /** daemons started through the CLI (killed at teardown if still alive) */
+  /** daemons this test started outside the mount helper (CLI mount, start-up kills); killed at teardown if still alive */
   readonly cliDaemons: number[] = []
 
   constructor (readonly tt: any, readonly seed: number) {
@@ -378,7 +392,7 @@ class Round {
   check (ok: boolean, what: string, diag: Record<string, unknown> = {}): boolean {
     if (ok) { this.tt.pass(what); return true }
     this.failures++
-    this.tt.fail(what, { seed: this.seed, kill: this.kills, ...diag, log: this.log.slice(-40).join('\n'), reproduce: `REWINDFS_CRASH_SEEDS=${this.seed} REWINDFS_CRASH_KILLS=${KILLS}` })
+    this.tt.fail(what, { seed: this.seed, kill: this.kills, ...diag, log: this.log.slice(-40).join('\n'), reproduce: REPRODUCE(this.seed) })
     return false
   }
 
@@ -572,7 +586,7 @@ class Round {
     const match = cands.find(c => sameLines(c.lines, c.kind === 'manifest' ? got : projectManifest(got)))
     this.check(match !== undefined, `after the restart the workspace is exactly one of: ${cands.map(c => c.name).join('; ')}`,
       { first: cands.map(c => `${c.name}:\n${diffLines(c.lines, c.kind === 'manifest' ? got : projectManifest(got)).join('\n')}`).join('\n\n') })
-    if (match && o.target && o.landed) outcome(`restore: ${sameLines(match.lines, o.target.lines) ? 'completed' : 'rolled back'}`)
+    if (match && o.target && o.landed) outcome(`${phase}: the restore ${sameLines(match.lines, o.target.lines) ? 'completed' : 'rolled back'}`)
     else if (match) {
       const what = match === this.durable
         ? `the last durable state (${match.kind === 'content' ? 'an fsync' : 'a checkpoint'})`
@@ -652,8 +666,14 @@ class Round {
     await this.work(1)
     for (const id of [...this.recorded.keys()].sort((a, b) => a - b)) await this.restoreCompare(id, 'end of round')
     await this.burst({ mode: 'mixed', ops: this.rng.range(20, 40), fsync: 0.1 })
+    await this.cleanUnmount('the final write-back')
+    await this.verify('after the final unmount', true)
+  }
+
+  /** Unmount through the daemon: the directory must then hold the final state. Returns its manifest. */
+  async cleanUnmount (what: string): Promise<string[]> {
     const final = await this.settle()
-    await this.w.close()
+    await this.closeWriter()
     const pid = this.m.daemon.pid!
     await this.m.client.close()
     const c = await RewindClient.connect({ storeDir: this.m.store, timeoutMs: 60000 })
@@ -664,10 +684,17 @@ class Round {
     const gone = performance.now()
     await waitGone(pid, 120000)
     learn('writeback', performance.now() - gone)
-    this.check(!isMounted(this.m.dir), 'the clean unmount leaves no mount')
+    this.check(!isMounted(this.m.dir), `${what} leaves no mount`)
     const onDisk = await manifest(this.m.dir)
-    this.check(sameLines(final, onDisk), 'the directory after the final write-back is the final state', { first: diffLines(final, onDisk) })
-    await this.verify('after the final unmount', true)
+    this.check(sameLines(final, onDisk), `the directory after ${what} is the final state`, { first: diffLines(final, onDisk) })
+    this.durable = { name: `the state ${what} wrote`, kind: 'manifest', lines: final }
+    return final
+  }
+
+  /** The workload lets go of the mount (an unmount waits for no open directory). */
+  async closeWriter (): Promise<void> {
+    await this.w.close()
+    this.modelValid = false
   }
 }
 
@@ -684,11 +711,6 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-/** kills so far, all rounds */
-let killNo = 0
-/** non-write-back kills so far (every third leaves a dead mount) */
-let deadMountNo = 0
-
 for (const [i, seed] of SEEDS.entries()) {
   t.test(`round ${i + 1} (seed ${seed})`, { timeout: 1800000 }, async tt => {
     const r = new Round(tt, seed)
@@ -698,9 +720,11 @@ for (const [i, seed] of SEEDS.entries()) {
       await r.setup()
       for (let k = 0; k < KILLS; k++) {
         await r.work(r.rng.range(1, 2))
-        const phase = PHASE_ORDER[killNo++ % PHASE_ORDER.length]
-        // every third kill outside the write-back leaves a dead mount: the CLI path clears it
-        r.deadMount = phase !== 'writeback' && phase !== 'restart' && deadMountNo++ % 3 === 1
+        // the schedule follows the seed: seeds 1, 2, ... take PHASE_ORDER in turn, KILLS kills each
+        const n = (seed - 1) * KILLS + k
+        const phase = PHASE_ORDER[((n % PHASE_ORDER.length) + PHASE_ORDER.length) % PHASE_ORDER.length]
+        // every third kill leaves a dead mount (the CLI path clears it), but not in the write-back (no mount then) or start-up phases
+        r.deadMount = phase !== 'writeback' && phase !== 'restart' && n % 3 === 1
         const known = await r.ids()
         const o = await PHASES[phase](r)
         const ok = await r.afterKill(phase, o, known)
@@ -714,7 +738,7 @@ for (const [i, seed] of SEEDS.entries()) {
       try { daemonLog = fs.readFileSync(path.join(r.m.home, 'daemon.log'), 'utf8').slice(-3000) } catch {}
       let ops: string[] = []
       try { await r.w.pause(); ops = await r.w.oplog() } catch {}
-      tt.fail(`seed ${seed}: ${String(e?.stack ?? e)}`, { seed, log: r.log.slice(-40).join('\n'), daemonLog, ops: ops.slice(-30).join('\n'), reproduce: `REWINDFS_CRASH_SEEDS=${seed} REWINDFS_CRASH_KILLS=${KILLS}` })
+      tt.fail(`seed ${seed}: ${String(e?.stack ?? e)}`, { seed, log: r.log.slice(-40).join('\n'), daemonLog, ops: ops.slice(-30).join('\n'), reproduce: REPRODUCE(seed) })
     }
     if (process.env.REWINDFS_CRASH_LOG === '1') tt.comment(r.log.join('\n'))
     tt.comment(`seed ${seed}: ${r.kills} kills, ${r.recorded.size} checkpoints, ${r.failures} failed checks`)
