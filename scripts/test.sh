@@ -18,7 +18,7 @@ files=("$@")
   awk -v d="$run_tmp/" '{for (i = 7; i <= NF; i++) if ($i == "-") break} $(i+1) ~ /^fuse/ && index($5, d) == 1 {split($3, a, ":"); print a[2]}' /proc/self/mountinfo |
     while read -r minor; do echo 1 > "/sys/fs/fuse/connections/$minor/abort"; done ) </dev/null >/dev/null 2>&1 &
 watchdog=$!
-timeout --kill-after=20 "$limit" node_modules/.bin/tap --jobs=1 --timeout=300 --disable-coverage --allow-empty-coverage "${files[@]}" | tee "$run_tmp/tap.out"
+timeout --kill-after=20 "$limit" node_modules/.bin/tap --jobs=1 --timeout=${REWINDFS_TAP_TIMEOUT:-300} --disable-coverage --allow-empty-coverage "${files[@]}" | tee "$run_tmp/tap.out"
 rc=${PIPESTATUS[0]}
 # the plain closing line CI reads: "N passed, N failed" from tap's own summary
 summary=$(grep -E '^# \{ total: [0-9]+' "$run_tmp/tap.out" | tail -1)
