@@ -37,10 +37,14 @@
  * restart may find. Kills aim at the middle of an operation with a delay
  * drawn below its duration, learned from the ones that finished first.
  *
- * CI form (about a minute and a half): `bash scripts/test.sh dist/test/crash.test.js`.
- * Long form (tap's runner stops a file after 300 s, so run the file
- * itself, without tap's own 30 s limit):
- *   `TAP_TIMEOUT=0 REWINDFS_CRASH_ROUNDS=40 REWINDFS_CRASH_SAMPLE=all node dist/test/crash.test.js`
+ * CI form (2 rounds, 8 kills; about 45 s on 2 idle cores, up to 2 minutes
+ * on busy ones): `bash scripts/test.sh dist/test/crash.test.js`.
+ * Long form: `npm run test:long` (it gives crash rounds 30% of its budget),
+ * or alone, e.g. 40 rounds (about 25 minutes):
+ *   REWINDFS_CRASH_ROUNDS=40 REWINDFS_CRASH_SAMPLE=all REWINDFS_TAP_TIMEOUT=3600 \
+ *   REWINDFS_TEST_LIMIT=3600 bash scripts/test.sh dist/test/crash.test.js
+ * (or the file itself, without tap's own 30 s limit:
+ * `TAP_TIMEOUT=0 REWINDFS_CRASH_ROUNDS=40 node dist/test/crash.test.js`).
  * Environment:
  *   REWINDFS_CRASH_ROUNDS  rounds, seeds 1..N (default 2)
  *   REWINDFS_CRASH_SEEDS   explicit seeds, one round each ("7,8,9"; overrides ROUNDS)
@@ -52,8 +56,10 @@
  *                          PHASE_ORDER)
  *   REWINDFS_CRASH_LOG=1   print each round's action log
  * A failure prints the seed, the kill, the first differing manifest lines,
- * the test's action log and the workload's last ops. Kill moments depend on
- * timing, so a seed replays the workload, not the exact kill.
+ * the test's action log and the workload's last ops, and the environment
+ * that replays the round: its seed gives the workload and the schedule of
+ * phases (with the same KILLS); kill moments depend on timing, so a replay
+ * aims at the same operations, not at the same instant.
  */
 import t from 'tap'
 import fs from 'node:fs'
