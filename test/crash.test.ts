@@ -705,18 +705,22 @@ class Round {
   }
 }
 
-/** The rounds under way: a direct run (the long form) stopped by a signal clears their daemons and mounts. */
+/**
+ * The rounds under way. A run stopped by a signal (the long form, by hand)
+ * does not reach their teardowns: at exit their daemons are killed and their
+ * mounts cleared (synchronously: nothing else runs in an 'exit' handler).
+ */
 const live = new Set<Round>()
-for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(sig, () => {
-    for (const r of live) {
-      for (const pid of [r.m?.daemon?.pid, ...r.cliDaemons]) if (pid !== undefined && alive(pid)) process.kill(pid, 'SIGKILL')
-      r.w?.child.kill('SIGKILL')
-      if (r.m) for (const cmd of [['fusermount', '-uz', r.m.dir], ['umount', '-l', r.m.dir]]) { try { execFileSync(cmd[0], cmd.slice(1), { stdio: 'ignore' }) } catch {} }
-    }
-    process.exit(130)
-  })
+function clearLive (): void {
+  for (const r of live) {
+    for (const pid of [r.m?.daemon?.pid, ...r.cliDaemons]) if (pid !== undefined && alive(pid)) process.kill(pid, 'SIGKILL')
+    r.w?.child.kill('SIGKILL')
+    if (r.m) for (const cmd of [['fusermount', '-uz', r.m.dir], ['umount', '-l', r.m.dir]]) { try { execFileSync(cmd[0], cmd.slice(1), { stdio: 'ignore' }) } catch {} }
+  }
+  live.clear()
 }
+process.on('exit', clearLive)
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => { clearLive(); process.exit(130) })
 
 for (const [i, seed] of SEEDS.entries()) {
   t.test(`round ${i + 1} (seed ${seed})`, { timeout: 1800000 }, async tt => {
