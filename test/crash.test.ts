@@ -37,8 +37,8 @@
  * restart may find. Kills aim at the middle of an operation with a delay
  * drawn below its duration, learned from the ones that finished first.
  *
- * CI form (2 rounds, 8 kills; about 45 s on 2 idle cores, up to 2 minutes
- * on busy ones): `bash scripts/test.sh dist/test/crash.test.js`.
+ * CI form (2 rounds, 8 kills; 77 to 126 s measured on 2 busy cores):
+ * `bash scripts/test.sh dist/test/crash.test.js`.
  * Long form: `npm run test:long` (it gives crash rounds 30% of its budget),
  * or alone, e.g. 40 rounds (about 25 minutes):
  *   REWINDFS_CRASH_ROUNDS=40 REWINDFS_CRASH_SAMPLE=all REWINDFS_TAP_TIMEOUT=3600 \
