@@ -79,15 +79,16 @@ export function checkFuseAvailable (): void {
 export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const log = o.log ?? ((m: string) => process.stderr.write(m + '\n'))
   checkFuseAvailable()
-  const st = fs.statSync(o.dir, { throwIfNoEntry: false })
-  if (!st) throw new Error(`${o.dir} does not exist: create it first (mkdir -p ${o.dir})`)
-  if (!st.isDirectory()) throw new Error(`${o.dir} is not a directory: rewindfs mounts a directory`)
+  // a dead mount first: stat of its mount point fails with ENOTCONN until it is cleared
   const ms = mountState(o.dir)
   if (ms === 'mounted') throw new Error(`${o.dir} is already a mount point (mount point busy): unmount it first (rewindfs unmount ${o.dir}, or fusermount -u ${o.dir})`)
   if (ms === 'stale') {
     log(`rewindfs: clearing a stale mount left on ${o.dir} by a daemon that died`)
     await run('fusermount', ['-uz', o.dir]).catch(async () => await run('umount', ['-l', o.dir]))
   }
+  const st = fs.statSync(o.dir, { throwIfNoEntry: false })
+  if (!st) throw new Error(`${o.dir} does not exist: create it first (mkdir -p ${o.dir})`)
+  if (!st.isDirectory()) throw new Error(`${o.dir} is not a directory: rewindfs mounts a directory`)
   if (path.resolve(o.store).startsWith(path.resolve(o.dir) + path.sep)) throw new Error(`the store ${o.store} must not be inside the workspace ${o.dir}`)
   fs.mkdirSync(o.store, { recursive: true, mode: 0o700 })
 

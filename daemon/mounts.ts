@@ -28,13 +28,17 @@ export function fuseMounts (ours = false): string[] {
 
 /**
  * 'none' when `dir` is not a FUSE mount point, 'mounted' when it is one
- * that answers, 'stale' when it is one whose daemon is gone (ENOTCONN).
+ * that answers (statfs), 'stale' when it is one whose daemon is gone
+ * (ENOTCONN).
  * Never call this from the daemon on its own live mount.
  */
 export function mountState (dir: string): 'none' | 'mounted' | 'stale' {
   const abs = path.resolve(dir)
   if (!fuseMounts().includes(abs)) return 'none'
-  try { fs.statSync(abs); return 'mounted' } catch (e: any) {
+  // statfs, not stat: the kernel answers stat of a mount point from its
+  // attribute cache (60 s timeouts) even after the daemon died; statfs
+  // always asks the daemon
+  try { fs.statfsSync(abs); return 'mounted' } catch (e: any) {
     if (e.code === 'ENOTCONN' || e.code === 'ECONNABORTED' || e.code === 'ENXIO') return 'stale'
     return 'mounted'
   }

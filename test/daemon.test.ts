@@ -10,6 +10,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import WebSocket from 'ws'
 import { mountWorkspace, tempRoot, CLI } from './helpers/mount.js'
+import { killLeavingDeadMount } from './helpers/crash.js'
 
 const run = promisify(execFile)
 const MANIFEST = path.resolve(path.dirname(CLI), '../../scripts/manifest.sh')
@@ -200,14 +201,28 @@ t.test('kill -9: data acknowledged by fsync survives', async t => {
   t.equal(back, undefined, 'no checkpoint was made by fsync')
 })
 
-t.test('the CLI clears a stale mount left by a killed daemon', async t => {
-  const m = await mountWorkspace(t, populate)
-  await m.kill9()
-  // autoUnmount normally removes it; if a mount is left, mounting must clear it
-  const r = await run(process.execPath, [CLI, 'mount', m.dir, '--store', m.store], { env: { ...process.env, REWINDFS_HOME: m.home }, timeout: 60000 })
-  t.match(r.stdout, /mounted/)
-  const u = await m.cli(['unmount', '--discard'])
-  t.equal(u.code, 0, u.stderr)
+t.test('a kill that leaves a dead mount: rewindfs mount DIR clears it and resumes', async t => {
+  // the fusermount helper (auto_unmount) killed with the daemon, as a container or OOM kill does:
+  // the mount point stays, dead ("Transport endpoint is not connected")
+  for (const cached of [false, true]) {
+    await t.test(cached ? 'with the root\'s attributes in the kernel cache' : 'with nothing cached', async t => {
+      const m = await mountWorkspace(t, populate)
+      fs.writeFileSync(path.join(m.dir, 'kept.txt'), 'kept\n')
+      await m.client.mark({ label: 'before the kill' })
+      // stat answered from the attribute cache made the dead mount look alive
+      if (cached) { fs.statSync(m.dir); fs.readdirSync(m.dir); fs.statSync(m.dir) } else fs.rmSync(path.join(m.dir, 'README'))
+      const helper = await killLeavingDeadMount(m)
+      t.ok(helper, 'the daemon had a fusermount helper')
+      t.throws(() => fs.readdirSync(m.dir), { code: 'ENOTCONN' }, 'the mount point is dead')
+      const r = await run(process.execPath, [CLI, 'mount', m.dir, '--store', m.store], { env: { ...process.env, REWINDFS_HOME: m.home }, timeout: 60000 }).catch(e => e)
+      t.match(r.stdout, /^mounted /m, `the CLI mounts (${r.stderr ?? ''})`)
+      t.match(r.stdout, /clearing a stale mount/, 'and says it cleared the dead mount')
+      t.match(r.stdout, /resumed from checkpoint/, 'and that it resumed')
+      t.equal(fs.readFileSync(path.join(m.dir, 'kept.txt'), 'utf8'), 'kept\n', 'the last checkpoint is back')
+      const u = await m.cli(['unmount', '--discard'])
+      t.equal(u.code, 0, u.stderr)
+    })
+  }
 })
 
 t.test('unmount writes the final state back; --discard keeps the original', async t => {
