@@ -36,6 +36,7 @@ export async function exportCheckpoint (o: ExportOptions): Promise<{ files: numb
     if (e instanceof InsideMountError) throw new ApiError('E_BAD_REQUEST', `export directory ${o.dir} is inside the workspace (${e.message}); choose a directory outside ${ws}`)
     throw new ApiError('E_BAD_REQUEST', `export directory ${o.dir}: ${(e as Error).message}`)
   }
+  o.ws.blocks.recheck?.() // hash every block again on its way out
   const existing = fs.statSync(dest, { throwIfNoEntry: false })
   if (existing && (!existing.isDirectory() || fs.readdirSync(dest).length > 0)) throw new ApiError('E_BAD_REQUEST', `export directory ${dest} exists and is not an empty directory: give a new path or an empty directory`)
   const view = new TreeView(o.gens, o.ws, await o.gens.tableOf(o.id))

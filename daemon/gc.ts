@@ -178,16 +178,32 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
       report.ms = performance.now() - t0
       return report
     }
-    blocks.forget(deadBlocks)
+    // forgotten in memory first (no writer can take them from here on); if
+    // deleting their records fails, those not deleted are known again, so
+    // memory and the index on disk never disagree (compaction relies on it)
+    const forgotten = blocks.forget(deadBlocks)
     for (const id of deadNodes) { gens.nodes.delete(id); gens.records.delete(id) }
     await deleteAll(db, 'node', deadNodes)
     await deleteAll(db, 'context', deadContexts)
-    await deleteAll(db, 'block', deadBlocks)
+    let deleted = 0
+    try {
+      await deleteAll(db, 'block', deadBlocks, n => { deleted = n })
+    } catch (e) {
+      blocks.reinstate(deadBlocks.slice(deleted).map(id => [id, forgotten.get(id)!] as const).filter(([, e]) => e !== undefined))
+      throw e
+    }
     target.log?.(`rewindfs: gc removed ${choice.dropped.length} checkpoints, ${deadNodes.length} table nodes and records, ${deadBlocks.length} blocks`)
 
     // ---- 4. compact ----------------------------------------------------------
     await compact(db, blocks, report)
     await db.compact()
+  } catch (e) {
+    if (choice.dropped.length === 0 || policy.dryRun) throw e
+    // say what had been done: the checkpoints are gone, the space is not yet returned
+    const err = e as Error & { code?: string }
+    err.message = `gc removed checkpoint${choice.dropped.length === 1 ? '' : 's'} #${choice.dropped.join(', #')} and then stopped: ${err.message}. ` +
+      'The store is consistent; run rewindfs gc again (once space is freed, if that was the cause) to return their space'
+    throw err
   } finally {
     if (!policy.dryRun) blocks.stopTracking()
   }
@@ -341,11 +357,13 @@ async function mark (db: StoreDb, roots: number[], liveRoot: number, liveTable: 
   return { nodes, blocks }
 }
 
-async function deleteAll (db: StoreDb, kind: 'node' | 'block' | 'context', keys: Array<number | string>): Promise<void> {
+/** Deletes the records, SWEEP_BATCH per batch (the last with sync); `progress` gets the count deleted so far after each batch. */
+async function deleteAll (db: StoreDb, kind: 'node' | 'block' | 'context', keys: Array<number | string>, progress?: (n: number) => void): Promise<void> {
   for (let i = 0; i < keys.length; i += SWEEP_BATCH) {
     const batch = db.batch()
     for (const k of keys.slice(i, i + SWEEP_BATCH)) batch.del(kind, k)
     await batch.write({ sync: i + SWEEP_BATCH >= keys.length })
+    progress?.(Math.min(keys.length, i + SWEEP_BATCH))
   }
 }
 
@@ -363,9 +381,18 @@ async function compact (db: StoreDb, blocks: BlockStore, report: GcReport): Prom
   const pending = blocks.pendingIds()
   const pendingPacks = new Set<PackId>()
   for (const [id, loc] of blocks.locations()) if (pending.has(id)) pendingPacks.add(loc.pack)
+  // the index on disk is the truth about what points into a pack: a pack is
+  // deleted only when every record pointing into it is one memory knows
+  // (and so was copied)
+  const unknownOnDisk = new Map<PackId, number>()
+  for await (const { key, value } of db.iterate<{ pack: number }>('block')) {
+    if (!blocks.has(parseInt(key, 16))) unknownOnDisk.set(value.pack, (unknownOnDisk.get(value.pack) ?? 0) + 1)
+  }
   const empty: PackId[] = []
   for (const [pack, size] of [...sizes].sort((a, b) => a[0] - b[0])) {
     if (packs.isWriting(pack) || pendingPacks.has(pack)) continue
+    const stray = unknownOnDisk.get(pack)
+    if (stray) { report.packs.notCompacted.push({ pack, reason: `${stray} index records this daemon does not know point into it; run rewindfs gc again after the next mount` }); continue }
     const x = live.get(pack)
     if (!x) { empty.push(pack); continue }
     const dead = size - PACK_HEADER_SIZE - x.bytes

@@ -15,10 +15,16 @@
  *   record with its id whose bytes match the hash the index expects, else
  *   any record with those bytes' hash; `meta.nextBlockId` is raised above
  *   every id found in the packs.
+ * - a pack header that was overwritten (the records after it are checked
+ *   like any others).
  * What it cannot rebuild, and says so: a block whose bytes are in no pack
  * (with the files and checkpoints that use it), inode table nodes and
- * records, contexts, checkpoint records (they live only in LevelDB).
- * Nothing that was readable is deleted, except malformed block records.
+ * records, contexts, checkpoint records (they live only in LevelDB). A lost
+ * block whose bytes are gone (missing or truncated pack) has its index
+ * record removed, so the store mounts again: reading the files that use it
+ * fails with EIO, everything else works. A block whose bytes are there but
+ * fail their hash keeps its record (it still fails every read).
+ * Nothing else that was readable is deleted.
  */
 import path from 'node:path'
 import fs from 'node:fs'
@@ -28,6 +34,7 @@ import { BlockStore, META_NEXT_BLOCK_ID, type BlockRecord, type ScannedBlock } f
 import { StoreError } from './store/errors.js'
 import { BLOCK_SIZE, type BlockId } from './types.js'
 import { verifyOpened, type VerifyReport } from './verify.js'
+import { PACK_HEADER_SIZE, PACK_MAGIC } from './store/pack.js'
 
 export interface RepairReport {
   store: string
@@ -69,6 +76,7 @@ export async function repairStore (storeDir: string): Promise<RepairReport> {
   try {
     await dropMalformedBlockRecords(db, actions)
     let blocks = await BlockStore.open(store, db, { checkPacks: false })
+    try { rewriteHeaders(blocks, actions) } catch (e) { blocks.close(); throw e }
     let before: VerifyReport | null
     try {
       before = await verifyOpened(store, db, blocks)
@@ -111,18 +119,49 @@ async function dropMalformedBlockRecords (db: StoreDb, actions: string[]): Promi
   actions.push(`deleted ${bad.length} malformed block index record${bad.length === 1 ? '' : 's'} (${bad.slice(0, 5).join(', ')}${bad.length > 5 ? ', ...' : ''}); their blocks are looked for in the packs`)
 }
 
-/** Points the index of `ids` at valid copies found in the packs; raises nextBlockId above every id in the packs. */
+/** Writes the pack header again over a pack whose header was overwritten (its records are verified afterwards). */
+function rewriteHeaders (blocks: BlockStore, actions: string[]): void {
+  const packs = blocks.packFiles
+  for (const [pack, size] of packs.listPacks()) {
+    if (size < PACK_HEADER_SIZE) continue
+    const file = packs.packPath(pack)
+    const fd = fs.openSync(file, 'r+')
+    try {
+      const head = Buffer.alloc(PACK_HEADER_SIZE)
+      fs.readSync(fd, head, 0, PACK_HEADER_SIZE, 0)
+      if (head.subarray(0, PACK_MAGIC.length).equals(PACK_MAGIC)) continue
+      const fresh = Buffer.alloc(PACK_HEADER_SIZE)
+      PACK_MAGIC.copy(fresh, 0)
+      fs.writeSync(fd, fresh, 0, PACK_HEADER_SIZE, 0)
+      fs.fsyncSync(fd)
+      actions.push(`pack ${file} had no ${PACK_MAGIC.toString('ascii')} header; it was written again (its blocks are checked by their hashes)`)
+    } finally { fs.closeSync(fd) }
+  }
+}
+
+/**
+ * Points the index of `ids` at valid copies found in the packs; raises
+ * nextBlockId above every id in the packs; removes the index records of
+ * blocks whose bytes are gone with no copy (so the store mounts).
+ */
 async function rebuildBlocks (db: StoreDb, blocks: BlockStore, ids: Set<BlockId>, actions: string[]): Promise<void> {
   const scan = await blocks.scanPacks()
   for (const u of scan.unreadable) actions.push(`skipped a pack that cannot be scanned: ${u}`)
   const batch = db.batch()
+  const gone: BlockId[] = []
   let fixed = 0
   for (const id of [...ids].sort((a, b) => a - b)) {
     const want = blocks.indexHash(id)
     let found: ScannedBlock | undefined = scan.byId.get(id)
     if (found && want !== undefined && found.hash !== want) found = undefined
     if (!found && want !== undefined) found = scan.byHash.get(want)
-    if (!found) continue
+    if (!found) {
+      if (blocks.has(id) && !readable(blocks, id)) {
+        batch.del('block', id)
+        gone.push(id)
+      }
+      continue
+    }
     const rec: BlockRecord = { pack: found.location.pack, offset: found.location.offset, length: found.location.length, hash: found.hash }
     batch.put('block', id, rec)
     fixed++
@@ -138,4 +177,16 @@ async function rebuildBlocks (db: StoreDb, blocks: BlockStore, ids: Set<BlockId>
   }
   if (batch.length > 0) await batch.write({ sync: true })
   if (fixed < ids.size) actions.push(`${ids.size - fixed} of ${ids.size} damaged or missing blocks have no intact copy in any pack (${scan.records} records scanned): see the problems below`)
+  if (gone.length > 0) {
+    actions.push(`the index records of ${gone.length} block${gone.length === 1 ? '' : 's'} whose bytes are gone (${gone.slice(0, 10).join(', ')}${gone.length > 10 ? ', ...' : ''}) were removed, so the store mounts again: ` +
+      'reading the files below that use them fails with EIO; restore a checkpoint without them, or delete those files')
+  }
+}
+
+/** True when the bytes of block `id` can be read (its pack is there and long enough), whatever their hash. */
+function readable (blocks: BlockStore, id: BlockId): boolean {
+  try {
+    const loc = blocks.location(id)
+    return blocks.packFiles.checkPack(loc.pack, loc.offset + loc.length) === undefined
+  } catch { return false }
 }

@@ -40,6 +40,7 @@ export type VerifyProblemCode =
   | 'E_MISSING_BLOCK' | 'E_BLOCK_TOO_LONG'
   | 'E_DANGLING_ENTRY' | 'E_UNMATCHED_LINK'
   | 'E_MISSING_CONTEXT' | 'E_UNKNOWN_CHECKPOINT'
+  | 'E_PACK_DAMAGED' // a pack is missing, has no pack header or is shorter than its blocks
 
 /** One problem: what is wrong in plain words, and where (as far as known). */
 export interface VerifyProblem {
@@ -129,6 +130,7 @@ async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<Ver
   const problems: VerifyProblem[] = []
   let dropped = 0
   const report = (p: VerifyProblem): void => { if (problems.length < MAX_PROBLEMS) problems.push(p); else dropped++ }
+  const reportProblem = report
   const counts = { checkpoints: 0, tables: 0, records: 0, frozen: 0, blocks: 0, bytes: 0 }
 
   // store-wide caches: every node and record is read once however many tables share it
@@ -138,6 +140,8 @@ async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<Ver
   const contentChecked = new Set<number>()
   /** first user of each block, for naming the file a bad block belongs to */
   const blockUsers = new Map<BlockId, string>()
+  /** blocks records use that the index lacks (reported after the walk, with every user) */
+  const missingBlocks: VerifyProblem[] = []
 
   const loadNode = async (id: number): Promise<PersistedNode | null> => {
     if (nodes.has(id)) return nodes.get(id)!
@@ -164,7 +168,8 @@ async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<Ver
   const state = await db.get<StoreState>('meta', 'state')
 
   /** Reads the whole table under `rootId`, reporting missing nodes and records. */
-  const readTable = async (rootId: number, where: number | 'live', label: string): Promise<{ table: Table, lost: Lost }> => {
+  const readTable = async (rootId: number, where: number | 'live', label: string, quiet = false): Promise<{ table: Table, lost: Lost }> => {
+    const report = quiet ? () => {} : reportProblem
     const table: Table = new Map()
     const lost: Lost = { inos: new Set(), ranges: [] }
     const missing: Array<{ ino: Ino, id: number, code: 'E_MISSING_RECORD' | 'E_BAD_RECORD' }> = []
@@ -238,7 +243,7 @@ async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<Ver
         if (!first) continue
         const p = pathOf(ino)
         if (!blocks.has(b)) {
-          report({ code: 'E_MISSING_BLOCK', checkpoint: where, ino, path: p, blockId: b, message: `${label}: ${p} (ino ${ino}) block ${k} is block ${b}, which is not in the block index` })
+          missingBlocks.push({ code: 'E_MISSING_BLOCK', checkpoint: where, ino, path: p, blockId: b, message: `${label}: ${p} (ino ${ino}) block ${k} is block ${b}, which is not in the block index` })
           continue
         }
         const room = Math.min(BLOCK_SIZE, r.size - k * BLOCK_SIZE)
@@ -292,9 +297,31 @@ async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<Ver
     counts.blocks++
     counts.bytes += value.length
   }
-  for await (const bp of blocks.verifyAll()) {
-    const user = blockUsers.get(bp.blockId)
-    report({ code: bp.code, blockId: bp.blockId, message: `${bp.message}${user ? `; used by ${user}` : ''}` })
+  for (const pp of blocks.packProblems()) report({ code: 'E_PACK_DAMAGED', message: pp })
+  const badBlocks: VerifyProblem[] = [...missingBlocks]
+  for await (const bp of blocks.verifyAll()) badBlocks.push({ code: bp.code, blockId: bp.blockId, message: bp.message })
+  if (badBlocks.length > 0) {
+    // every checkpoint that uses a bad block (the walk above named only the
+    // first, as shared records are checked once): the tables again, from
+    // the records already read
+    const users = new Map<BlockId, string[]>(badBlocks.map(b => [b.blockId!, []]))
+    for (const cp of [...checkpoints.values()].sort((a, b) => a.id - b.id)) {
+      const { table } = await readTable(cp.root, cp.id, `checkpoint ${cp.id}`, true)
+      for (const [ino, { r }] of table) {
+        for (const b of r.blocks ?? []) {
+          const u = users.get(b)
+          const where = `checkpoint ${cp.id} ${pathIn(table, ino) ?? `(ino ${ino})`}`
+          if (u && u[u.length - 1] !== where) u.push(where)
+        }
+      }
+    }
+    for (const bp of badBlocks) {
+      const u = users.get(bp.blockId!) ?? []
+      const first = blockUsers.get(bp.blockId!)
+      if (u.length === 0 && first) u.push(first)
+      const named = u.length === 0 ? '' : `; used by ${u.slice(0, 5).join(', ')}${u.length > 5 ? ` and ${u.length - 5} more` : ''}`
+      report({ ...bp, message: bp.message + named })
+    }
   }
 
   if (dropped > 0) problems.push({ code: problems[problems.length - 1]!.code, message: `... and ${dropped} more problems (only the first ${MAX_PROBLEMS} are listed)` })

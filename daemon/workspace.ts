@@ -42,6 +42,8 @@ export interface Blocks {
   readInto(id: BlockId, target: Buffer, targetOffset: number, fromByte: number, length: number): number
   /** throws E_NO_SPACE when `bytes` more new bytes would eat into the store's reserve (store/space.ts); absent: never refuses */
   ensureSpace?(bytes: number): void
+  /** makes the next read of every block hash it again (before a bulk copy out of the store) */
+  recheck?(): void
 }
 
 /** Who is asking: from the FUSE request context. */

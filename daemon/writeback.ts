@@ -49,6 +49,7 @@ const ZERO = Buffer.alloc(BLOCK_SIZE)
 
 /** Writes the live state (sealed by the caller) back into the directory. */
 export async function writeBack (o: WriteBackOptions): Promise<{ written: number, removed: number, frozen: number, errors: string[] }> {
+  o.blocks.recheck() // hash every block again before its bytes reach the directory
   const session = o.gens.state.session
   // the mount is gone: the directory's own path reaches it again
   const root = o.dir

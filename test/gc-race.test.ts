@@ -59,3 +59,34 @@ for (const when of ['during the mark', 'before gc, checkpointed during the mark'
     tt.equal(read(s.ws, '/y'), content, 'y reads back after a restart')
   })
 }
+
+t.test('a gc that fails while deleting block records leaves memory and the index in agreement; the next gc finishes the job', async tt => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-test-gcfail-'))
+  tt.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
+  const lowerDir = path.join(root, 'lower')
+  fs.mkdirSync(lowerDir)
+  const s = await open(root, lowerDir)
+  const c0 = await s.gens.mark(s.ws, { label: 'empty' })
+  write(s.ws, '/big', crypto.randomBytes(40 * BLOCK).toString('base64').slice(0, 40 * BLOCK))
+  const c1 = await s.gens.mark(s.ws, { label: 'abandoned' })
+  await s.gens.restore(s.ws, c0.id, noInvalidate)
+  write(s.ws, '/small', 'kept')
+  await s.gens.mark(s.ws, { label: 'kept' })
+  // the store fails the batch that deletes block records (as a full disk does)
+  const db = s.db as unknown as { writeOps: (ops: Array<{ type: string, key: string }>, sync: boolean) => Promise<void> }
+  const real = db.writeOps.bind(s.db)
+  db.writeOps = async (ops, sync) => {
+    if (ops.some(o => o.type === 'del' && o.key.startsWith('!block!'))) throw Object.assign(new Error('no space left (simulated)'), { code: 'E_NO_SPACE' })
+    return await real(ops, sync)
+  }
+  const failed = await collectGarbage({ db: s.db, blocks: s.blocks, gens: s.gens, ws: s.ws, storeDir: s.store }, { keepLast: 0, abandonedAfterMs: 0 }).then(() => null, (e: Error & { code?: string }) => e)
+  tt.equal(failed?.code, 'E_NO_SPACE', 'the failure keeps its code')
+  tt.match(failed?.message, new RegExp(`gc removed checkpoint #${c1.id} and then stopped: .*run rewindfs gc again`), 'and says what was done and what to do')
+  db.writeOps = real
+  const again = await collectGarbage({ db: s.db, blocks: s.blocks, gens: s.gens, ws: s.ws, storeDir: s.store }, { keepLast: 0, abandonedAfterMs: 0 })
+  tt.ok(again.blocks.removed >= 40, `the next gc removes the blocks (${again.blocks.removed})`)
+  tt.ok(again.packs.compacted + again.packs.deleted > 0, 'and compacts')
+  await s.close()
+  const v = await verifyStore(s.store)
+  tt.same(v.problems, [], 'verify is clean: no index record points into a deleted pack')
+})

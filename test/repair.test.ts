@@ -7,7 +7,12 @@
  *     start an empty store over it); LevelDB's repair brings every record
  *     back;
  *  3. a truncated pack: the daemon refuses to start naming the pack; repair
- *     says which blocks and files are lost and exits 1.
+ *     says which blocks and files are lost and exits 1, and the store mounts
+ *     again: the files that lost data fail with EIO, the rest is exact;
+ *  4. an overwritten pack header: verify and mount agree it is damaged;
+ *     repair writes it again;
+ *  5. a byte flipped under a running daemon, in a block it wrote itself: a
+ *     read, an export and the write-back at unmount all refuse it.
  */
 import t, { type Test } from 'tap'
 import fs from 'node:fs'
@@ -91,10 +96,10 @@ t.test('a lost CURRENT file: refused at start (no empty store over it), then Lev
 })
 
 t.test('a truncated pack: refused at start; repair names what is lost', async tt => {
-  const { m } = await history(tt)
+  const { m, want } = await history(tt)
   const packs = fs.readdirSync(path.join(m.store, 'packs')).sort()
-  const last = path.join(m.store, 'packs', packs[packs.length - 1]!)
-  fs.truncateSync(last, fs.statSync(last).size - 100000)
+  const lastPack = path.join(m.store, 'packs', packs[packs.length - 1]!)
+  fs.truncateSync(lastPack, fs.statSync(lastPack).size - 100000)
   const refused = await m.remount().then(() => null, (e: Error) => e)
   tt.match(refused?.message, /the store .* is damaged: pack .*\.pack is truncated: \d+ bytes, but its blocks end at byte \d+/, 'the daemon refuses to start and names the pack')
   tt.match(refused?.message, /Nothing was served from it\. Run `rewindfs verify --store .* --repair`/)
@@ -102,5 +107,54 @@ t.test('a truncated pack: refused at start; repair names what is lost', async tt
   tt.equal(r.code, 1, 'repair exits 1: the lost blocks have no copy')
   tt.match(r.stdout, /have no intact copy in any pack/)
   tt.match(r.stdout, /could not be repaired/)
-  tt.match(r.stdout, /E_BLOCK_UNREADABLE: block \d+ .*used by checkpoint \d+ \/b\.bin/, 'names the file that lost data')
+  tt.match(r.stdout, /E_MISSING_BLOCK: checkpoint \d+: \/b\.bin .*used by checkpoint \d+ \/b\.bin/, 'names the file that lost data')
+  tt.match(r.stdout, /index records of \d+ blocks? whose bytes are gone .* were removed, so the store mounts again/)
+  await m.remount()
+  const last = [...want.keys()][1]!
+  await m.client.restore({ id: last })
+  tt.throws(() => fs.readFileSync(path.join(m.dir, 'b.bin')), { code: 'EIO' }, 'the file that lost blocks fails with EIO')
+  const aHash = want.get(last)!.split('\n').find(l => l.startsWith('./a.bin '))!.split(' ').pop()
+  tt.equal(crypto.createHash('sha256').update(fs.readFileSync(path.join(m.dir, 'a.bin'))).digest('hex'), aHash, 'a file whose blocks are intact reads back exactly')
+  tt.ok(fs.statSync(path.join(m.dir, 'dir/empty')).isDirectory(), 'the tree is there')
+})
+
+t.test('an overwritten pack header: verify and mount agree; repair writes it again', async tt => {
+  const { m, want } = await history(tt)
+  const pack = path.join(m.store, 'packs', fs.readdirSync(path.join(m.store, 'packs')).sort()[0]!)
+  const fd = fs.openSync(pack, 'r+')
+  fs.writeSync(fd, Buffer.alloc(8), 0, 8, 0)
+  fs.closeSync(fd)
+  const v = await verifyStore(m.store)
+  tt.ok(v.problems.some(p => p.code === 'E_PACK_DAMAGED' && /has no RWPACK02 header/.test(p.message)), 'verify reports the header')
+  const refused = await m.remount().then(() => null, (e: Error) => e)
+  tt.match(refused?.message, /has no RWPACK02 header/, 'mount refuses it too')
+  const r = await m.cli(['verify', '--store', m.store, '--repair'])
+  tt.equal(r.code, 0, r.code === 0 ? 'repair exits 0' : r.stdout + r.stderr)
+  tt.match(r.stdout, /repaired: pack .* had no RWPACK02 header; it was written again/)
+  await m.remount()
+  await restoresExactly(tt, m, want)
+})
+
+t.test('a byte flipped under a running daemon is not read, exported or written back', async tt => {
+  const m = await mountWorkspace(tt)
+  const data = crypto.randomBytes(300000)
+  fs.writeFileSync(path.join(m.dir, 'g.bin'), data)
+  const c = await m.client.mark({ label: 'g' })
+  const pack = path.join(m.store, 'packs', fs.readdirSync(path.join(m.store, 'packs')).sort().pop()!)
+  const fd = fs.openSync(pack, 'r+')
+  const one = Buffer.alloc(1)
+  fs.readSync(fd, one, 0, 1, 70000)
+  one[0] = one[0]! ^ 1
+  fs.writeSync(fd, one, 0, 1, 70000)
+  fs.closeSync(fd)
+  const exported = await m.cli(['export', String(c.id), path.join(m.root, 'out')])
+  tt.not(exported.code, 0, 'export fails')
+  tt.match(exported.stderr, /is corrupt: its bytes hash to/, 'saying the block is corrupt')
+  fs.writeFileSync('/proc/sys/vm/drop_caches', '1')
+  tt.throws(() => fs.readFileSync(path.join(m.dir, 'g.bin')), { code: 'EIO' }, 'a read of the file fails with EIO')
+  await m.unmount()
+  const outcome = JSON.parse(fs.readFileSync(path.join(m.store, 'unmount.json'), 'utf8'))
+  tt.equal(outcome.ok, false, 'the unmount reports that write-back failed')
+  tt.match(outcome.errors.join('\n'), /g\.bin/, 'for g.bin')
+  tt.notOk(fs.existsSync(path.join(m.dir, 'g.bin')), 'the damaged file was not written into the directory')
 })

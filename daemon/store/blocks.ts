@@ -111,9 +111,9 @@ export class BlockStore {
   /** scratch for comparing on a hash hit and for first reads; BLOCK_SIZE bytes */
   private readonly scratch = Buffer.allocUnsafe(BLOCK_SIZE)
   /**
-   * blocks whose bytes this process has seen match their hash: written by
-   * it, or read and hashed once (so a flipped byte in a pack is an error,
-   * never data served to a reader)
+   * blocks whose bytes this process has read back and found to match their
+   * hash (so a flipped byte in a pack is an error, never data served to a
+   * reader); `recheck` empties it so a bulk copy hashes every block again
    */
   private readonly checked = new Set<BlockId>()
 
@@ -231,7 +231,6 @@ export class BlockStore {
     this.nextId++
     this.tracked?.add(id)
     this.index(id, { pack: loc.pack, offset: loc.offset, length: loc.length, hash: h })
-    this.checked.add(id)
     this.unsynced.push(id)
     return id
   }
@@ -284,6 +283,16 @@ export class BlockStore {
     const n = Math.max(0, Math.min(length, e.length - fromByte, target.length - targetOffset))
     if (n > 0) bytes.copy(target, targetOffset, fromByte, fromByte + n)
     return n
+  }
+
+  /**
+   * Forgets which blocks were already checked: the next read of each block
+   * hashes it again. Export and write-back call it before they copy a
+   * checkpoint out of the store, so bytes damaged since their first read
+   * are not written anywhere.
+   */
+  recheck (): void {
+    this.checked.clear()
   }
 
   /** The bytes of block `id` in a new Buffer. Throws like readInto. */
@@ -390,10 +399,12 @@ export class BlockStore {
    * records are deleted): `put` never returns them again and reading them
    * fails as an unknown block. Synchronous.
    */
-  forget (ids: Iterable<BlockId>): void {
+  forget (ids: Iterable<BlockId>): Map<BlockId, Readonly<BlockLocation & { hash: bigint }>> {
+    const out = new Map<BlockId, Entry>()
     for (const id of ids) {
       const e = this.entries.get(id)
       if (!e) continue
+      out.set(id, e)
       this.entries.delete(id)
       this.checked.delete(id)
       const h = this.byHash.get(e.hash)
@@ -404,6 +415,12 @@ export class BlockStore {
         else this.byHash.set(e.hash, rest)
       }
     }
+    return out
+  }
+
+  /** Undoes `forget` for blocks whose records could not be deleted after all (their entries as forget returned them). */
+  reinstate (entries: Iterable<readonly [BlockId, Readonly<BlockLocation & { hash: bigint }>]>): void {
+    for (const [id, e] of entries) if (!this.entries.has(id)) this.index(id, { pack: e.pack, offset: e.offset, length: e.length, hash: e.hash })
   }
 
   /**
