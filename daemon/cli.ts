@@ -32,7 +32,7 @@ function fmtTime (ms: number): string { return new Date(ms).toISOString().replac
 
 function parseId (s: string): number {
   const m = /^#?(\d+)$/.exec(s.trim())
-  if (!m) throw new CliError(`"${s}" is not a checkpoint id: ids are numbers, as shown by rewindfs log`)
+  if (!m || !Number.isSafeInteger(Number(m[1])) || Number(m[1]) < 1) throw new CliError(`"${s}" is not a checkpoint id: ids are numbers from 1, as shown by rewindfs log`)
   return Number(m[1])
 }
 
@@ -81,8 +81,9 @@ async function withClient<T> (opts: { workspace?: string }, fn: (c: RewindClient
   try { return await fn(c) } finally { await c.close().catch(() => {}) }
 }
 
-function printCheckpoint (c: CheckpointInfo): void {
-  console.log(`#${c.id}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} inodes  ${c.label ?? ''}`)
+/** One line of `log`: id (padded to `width`), time, branch, inodes in the workspace at the checkpoint, pin, label. */
+function printCheckpoint (c: CheckpointInfo, width: number): void {
+  console.log(`${`#${c.id}`.padEnd(width + 1)}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} inodes ${c.pinned ? ' pinned ' : '        '}${c.label ?? ''}`)
 }
 
 /** True while process `pid` runs (a zombie waiting for its parent to reap it has exited). */
@@ -92,7 +93,7 @@ function alive (pid: number): boolean {
 }
 
 /** Waits until the daemon `pid` has written daemon.json, or fails with its log. */
-async function waitReady (store: string, pid: number, logFile: string, child: ReturnType<typeof spawn>): Promise<void> {
+async function waitReady (store: string, pid: number, logFile: string, logStart: number, child: ReturnType<typeof spawn>): Promise<void> {
   let exited: number | null = null
   child.on('exit', (code) => { exited = code ?? 1 })
   const deadline = Date.now() + 60000
@@ -104,7 +105,8 @@ async function waitReady (store: string, pid: number, logFile: string, child: Re
     if (exited !== null) break
     await new Promise(resolve => setTimeout(resolve, 50))
   }
-  const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join('\n') : ''
+  // only what this daemon wrote (the log keeps earlier sessions' lines)
+  const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile).subarray(logStart).toString('utf8').trim().split('\n').slice(-8).join('\n') : ''
   throw new CliError(`the daemon did not start${exited !== null ? ` (exit ${exited})` : ' within 60 s'}:\n${tail}\n(full log: ${logFile})`)
 }
 
@@ -136,6 +138,8 @@ export function program (): Command {
       checkFuseAvailable()
       const outer = fuseMounts(true).find(mp => abs.startsWith(mp + '/'))
       if (outer) throw new CliError(`${abs} is inside the rewindfs workspace ${outer}: nested workspaces are not supported (a restore of the outer one would drop the inner mount); mount a directory outside it`)
+      const inner = fuseMounts(true).find(mp => mp.startsWith(abs + '/'))
+      if (inner) throw new CliError(`${abs} contains the rewindfs workspace ${inner}: nested workspaces are not supported (the outer mount would hide the inner one); unmount it first (rewindfs unmount -w ${inner}) or mount a directory that does not contain it`)
       const st = mountState(abs)
       if (st === 'mounted') throw new CliError(`${abs} is already mounted (mount point busy): rewindfs unmount -w ${abs} first`)
       const store = path.resolve(o.store ?? registered(abs) ?? defaultStore(abs))
@@ -159,7 +163,7 @@ export function program (): Command {
       const logStart = fs.fstatSync(out).size
       const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out] })
       fs.closeSync(out)
-      await waitReady(store, child.pid!, logFile, child)
+      await waitReady(store, child.pid!, logFile, logStart, child)
       child.unref()
       console.log(`mounted ${abs} (daemon pid ${child.pid}, store ${store})`)
       // say what the daemon said about this start (a resume after a crash, a cleared mount)
@@ -202,6 +206,10 @@ export function program (): Command {
       while (Date.now() < deadline && alive(info.pid)) await new Promise(resolve => setTimeout(resolve, 20))
       let outcome: UnmountOutcome | null = null
       try { outcome = JSON.parse(fs.readFileSync(outcomeFile, 'utf8')) } catch {}
+      if (!outcome) {
+        if (alive(info.pid)) throw new CliError(`the daemon (pid ${info.pid}) is still unmounting ${workspace} after 10 minutes (a large write-back?); it goes on in the background: check with rewindfs status, or its log ${path.join(store, 'daemon.log')}`)
+        throw new CliError(`the daemon (pid ${info.pid}) exited before it finished unmounting ${workspace} (was it killed?): the directory may not hold the final state yet. Nothing is lost: rewindfs mount ${workspace} resumes from the store, and rewindfs unmount then finishes the job`)
+      }
       if (outcome && !outcome.ok) {
         throw new CliError(`unmounted ${workspace}, but writing the final state back failed for ${outcome.errors.length} paths:\n  ${outcome.errors.slice(0, 20).join('\n  ')}${outcome.errors.length > 20 ? `\n  ... and ${outcome.errors.length - 20} more` : ''}\nNothing is lost: the store keeps the final state as checkpoint #${outcome.checkpoint}, and rewindfs mount ${workspace} resumes from it.`)
       }
@@ -229,7 +237,8 @@ export function program (): Command {
       const [list, total] = await withClient(o, async c => [await c.log({ branch: o.branch, limit: o.limit }), (await c.status()).checkpoints] as const)
       if (o.json) console.log(JSON.stringify(list))
       else {
-        list.forEach(printCheckpoint)
+        const width = Math.max(0, ...list.map(c => String(c.id).length))
+        for (const c of list) printCheckpoint(c, width)
         if (o.branch === undefined && list.length < total) console.log(`(showing ${list.length} of ${total} checkpoints; -n ${total} shows all)`)
       }
     })
@@ -251,7 +260,7 @@ export function program (): Command {
     .action(async (id: string, o: { workspace?: string, json?: boolean }) => {
       const r = await withClient(o, async c => await c.restore({ id: parseId(id) }))
       if (o.json) console.log(JSON.stringify(r))
-      else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} inodes changed, ${fmtMs(r.ms)}); now on branch ${r.branch}`)
+      else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} inodes changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${r.saved !== null ? `; the unsaved changes it replaced are checkpoint #${r.saved}` : ''}`)
     })
 
   p.command('show').addOption(ws).argument('<ref>', 'ID:PATH, a file at a checkpoint')
@@ -407,14 +416,15 @@ export function program (): Command {
 
 /** A count from the command line. */
 function parseCount (s: string): number {
-  if (!/^\d+$/.test(s.trim())) throw new CliError(`"${s}" is not a count: give a whole number such as 20`)
+  if (!/^\d+$/.test(s.trim()) || !Number.isSafeInteger(Number(s))) throw new CliError(`"${s}" is not a count: give a whole number such as 20`)
   return Number(s)
 }
 
 /** A duration in ms from "7d", "12h", "30m", "0" (the `ms` package). */
 function parseDuration (s: string): number {
-  const n = /^\d+$/.test(s.trim()) ? Number(s) : ms(s as ms.StringValue)
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new CliError(`"${s}" is not a duration: give a number with a unit such as 7d, 12h or 30m (0 for none)`)
+  const t = s.trim()
+  const n = t === '0' ? 0 : /^\d+(\.\d+)?$/.test(t) ? NaN : ms(t as ms.StringValue)
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new CliError(`"${s}" is not a duration: give a number with a unit such as 7d, 12h, 30m or 45s (0 for none)`)
   return n
 }
 

@@ -14,6 +14,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { StoreDb } from './store/db.js'
 import { BlockStore } from './store/blocks.js'
+import { DEFAULT_RESERVE } from './store/space.js'
 import { Generations } from './generations.js'
 import { Workspace } from './workspace.js'
 import { LowerLayer, type FrozenPath } from './lower.js'
@@ -100,6 +101,11 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     await db.close().catch(() => {})
     throw e
   }
+  const above = blocks.spaceAboveReserve()
+  if (above < 0) {
+    const reserve = o.reserve ?? DEFAULT_RESERVE
+    log(`rewindfs: warning: the store's filesystem (${o.store}) has ${Math.max(0, Math.floor((above + reserve) / 1048576))} MiB free, less than the ${Math.floor(reserve / 1048576)} MiB rewindfs keeps free for checkpoints: every write will fail with ENOSPC until space is freed there (or mount with a smaller --reserve, or put the store elsewhere with --store)`)
+  }
   const gens = await Generations.open(db, blocks)
   const state = gens.state
 
@@ -132,11 +138,13 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     ws = new Workspace({ blocks, lower, base, nextIno: state.nextIno })
     gens.inodes = 1
     if (state.head !== null) {
-      // a remount after a clean unmount starts a new branch from the directory's content
+      // a remount after a clean unmount starts a new branch from the
+      // directory's content; its first checkpoint follows the last one of
+      // the previous session (the state the write-back left), so history,
+      // candidates and gc's lineage go on across sessions
       const name = `b${state.nextBranch++}`
-      gens.branches.set(name, { name, base: null, head: null, created: Date.now() })
+      gens.branches.set(name, { name, base: state.head, head: null, created: Date.now() })
       state.branch = name
-      state.head = null
     }
   }
 

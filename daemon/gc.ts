@@ -127,6 +127,7 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     return { choice, snap }
   })
   const { choice, snap } = chosen
+  let packsReturned = 0
   const report: GcReport = {
     dryRun: policy.dryRun,
     policy: { keepLast: policy.keepLast, abandonedAfterMs: policy.abandonedAfterMs, runIdleMs: policy.runIdleMs },
@@ -195,7 +196,7 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     target.log?.(`rewindfs: gc removed ${choice.dropped.length} checkpoints, ${deadNodes.length} table nodes and records, ${deadBlocks.length} blocks`)
 
     // ---- 4. compact ----------------------------------------------------------
-    await compact(db, blocks, report)
+    packsReturned = await compact(db, blocks, report)
     await db.compact()
   } catch (e) {
     if (choice.dropped.length === 0 || policy.dryRun) throw e
@@ -209,7 +210,8 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
   }
   report.bytes.packsAfter = packBytes(blocks)
   report.bytes.metaAfter = dirBytes(path.join(target.storeDir, 'meta'))
-  report.bytes.returned = report.bytes.packsBefore + report.bytes.metaBefore - report.bytes.packsAfter - report.bytes.metaAfter
+  // what gc itself returned (the totals before and after also move with writes made meanwhile)
+  report.bytes.returned = packsReturned + Math.max(0, report.bytes.metaBefore - report.bytes.metaAfter)
   report.ms = performance.now() - t0
   return report
 }
@@ -367,8 +369,14 @@ async function deleteAll (db: StoreDb, kind: 'node' | 'block' | 'context', keys:
   }
 }
 
-/** Deletes packs with no live block and compacts those with COMPACT_DEAD_RATIO dead bytes, pack by pack. */
-async function compact (db: StoreDb, blocks: BlockStore, report: GcReport): Promise<void> {
+/**
+ * Deletes packs with no live block and compacts those with
+ * COMPACT_DEAD_RATIO dead bytes, pack by pack. Returns the pack bytes it
+ * returned: the deleted packs' bytes less the copies it wrote.
+ */
+async function compact (db: StoreDb, blocks: BlockStore, report: GcReport): Promise<number> {
+  let freed = 0
+  let copied = 0
   const packs = blocks.packFiles
   const sizes = packs.listPacks()
   const live = new Map<PackId, { bytes: number, ids: Array<[BlockId, number]> }>()
@@ -400,6 +408,7 @@ async function compact (db: StoreDb, blocks: BlockStore, report: GcReport): Prom
     if (blocks.spaceAboveReserve() < x.bytes) { report.packs.notCompacted.push({ pack, reason: `not enough free space to copy its ${x.bytes} live bytes` }); continue }
     const ids = x.ids.sort((a, b) => a[1] - b[1]).map(([id]) => id)
     const { copies, failed } = await blocks.copyBlocks(ids)
+    for (const loc of copies.values()) copied += RECORD_HEADER_SIZE + loc.length
     if (copies.size > 0) {
       const batch = db.batch()
       for (const [id, loc] of copies) batch.put('block', id, blocks.relocationRecord(id, loc))
@@ -410,13 +419,14 @@ async function compact (db: StoreDb, blocks: BlockStore, report: GcReport): Prom
       report.packs.notCompacted.push({ pack, reason: `${failed.length} of its blocks fail their hash or cannot be read (kept where they are; run rewindfs verify)` })
       continue
     }
-    await packs.deletePacks([pack])
+    freed += await packs.deletePacks([pack])
     report.packs.compacted++
   }
   if (empty.length > 0) {
-    await packs.deletePacks(empty)
+    freed += await packs.deletePacks(empty)
     report.packs.deleted += empty.length
   }
+  return freed - copied
 }
 
 function packBytes (blocks: BlockStore): number {

@@ -215,7 +215,8 @@ export class Generations implements TableSource {
     const cp = this.checkpoints.get(id)
     if (!cp) {
       const known = [...this.checkpoints.keys()]
-      throw new ApiError('E_UNKNOWN_CHECKPOINT', `no checkpoint ${id}; known checkpoints are ${known.length ? `${known[0]}..${known[known.length - 1]}` : 'none yet'} (see rewindfs log)`)
+      const removed = id < this.state.nextCheckpoint ? ' (it was removed by garbage collection)' : ''
+      throw new ApiError('E_UNKNOWN_CHECKPOINT', `no checkpoint ${id}${removed}; known checkpoints are ${known.length ? ranges(known) : 'none yet'} (see rewindfs log)`)
     }
     return cp
   }
@@ -429,7 +430,8 @@ export class Generations implements TableSource {
     return this.mutex.run(async () => {
       const t0 = performance.now()
       const label = `before restore to ${id}`
-      if (this.isDirty(ws)) await this.mark0(ws, { label })
+      let saved: CheckpointId | null = null
+      if (this.isDirty(ws)) saved = (await this.mark0(ws, { label })).id
       const cp = this.checkpoint(id)
       const target = await this.tableOf(id)
       await loadDifferences(this, ws.base, target, this.nodes, this.records)
@@ -441,7 +443,7 @@ export class Generations implements TableSource {
       let journaled = false
       for (;;) {
         if (this.isDirty(ws)) {
-          await this.mark0(ws, { label })
+          saved = (await this.mark0(ws, { label })).id
           await loadDifferences(this, ws.base, target, this.nodes, this.records)
           continue
         }
@@ -466,7 +468,7 @@ export class Generations implements TableSource {
         // written by the next mark, fsync or state save (writeState deletes the intent while it is open)
       })
       await Promise.all([committed, invalidate(items)])
-      return { checkpoint: id, branch: this.state.branch, changed: changed.size, ms: performance.now() - t0 }
+      return { checkpoint: id, branch: this.state.branch, changed: changed.size, ms: performance.now() - t0, saved }
     })
   }
 
@@ -603,6 +605,19 @@ export class Generations implements TableSource {
     if (!v) throw new ApiError('E_CORRUPT', `context ${cp.context} of checkpoint ${id} is missing from the store; run rewindfs verify`)
     return v.v
   }
+}
+
+/** Ids as ranges, "1..3, 5, 7..9" (at most 10 ranges, then "..."). */
+function ranges (ids: number[]): string {
+  const sorted = [...ids].sort((a, b) => a - b)
+  const out: string[] = []
+  for (let i = 0; i < sorted.length;) {
+    let j = i
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j]! + 1) j++
+    out.push(i === j ? `${sorted[i]}` : `${sorted[i]}..${sorted[j]}`)
+    i = j + 1
+  }
+  return out.length > 10 ? `${out.slice(0, 5).join(', ')}, ..., ${out.slice(-3).join(', ')}` : out.join(', ')
 }
 
 /** Same record: one object, one persisted id, or the same untouched lower entry. */

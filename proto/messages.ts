@@ -51,6 +51,8 @@ export interface RestoreInfo {
   changed: number
   /** time the restore took inside the daemon, including kernel cache invalidation, ms */
   ms: number
+  /** the checkpoint ("before restore to N") that keeps the unsaved changes the restore replaced, or null when there were none */
+  saved: CheckpointId | null
 }
 
 /** Kinds of change in a diff. */
@@ -177,7 +179,7 @@ export interface GcReport {
   blocks: { removed: number; bytes: number }
   /** packs deleted whole (no live block), compacted (live blocks copied, then deleted), and those left with why */
   packs: { deleted: number; compacted: number; notCompacted: Array<{ pack: number; reason: string }> }
-  /** pack files and metadata database before and after; returned = before - after (with dryRun: the dead blocks' bytes) */
+  /** pack files and metadata database before and after (they also move with writes made meanwhile); returned = the bytes of the packs gc deleted less the copies it wrote, plus what the metadata database shrank (with dryRun: the dead blocks' bytes) */
   bytes: { packsBefore: number; packsAfter: number; metaBefore: number; metaAfter: number; returned: number }
   /** time gc took, ms */
   ms: number

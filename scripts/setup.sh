@@ -40,4 +40,7 @@ fi
 
 say "building"
 node_modules/.bin/tsc -p tsconfig.json
-node scripts/build-native.mjs >/dev/null
+# node-gyp is chatty: keep its output, show it only when the build fails
+native_log=$(mktemp)
+if ! node scripts/build-native.mjs >"$native_log" 2>&1; then cat "$native_log" >&2; rm -f "$native_log"; say "building the FUSE binding failed (output above)"; exit 1; fi
+rm -f "$native_log"

@@ -331,3 +331,35 @@ t.test('mount errors say what to do', async t => {
   const e3 = await run(process.execPath, [CLI, 'status', '-w', root], { env }).catch(e => e)
   t.match(e3.stderr, /never been mounted/)
 })
+
+t.test('nested workspaces are refused both ways', async t => {
+  const m = await mountWorkspace(t, dir => { fs.mkdirSync(path.join(dir, 'sub')) })
+  const env = { ...process.env, REWINDFS_HOME: m.home }
+  const inner = await run(process.execPath, [CLI, 'mount', path.join(m.dir, 'sub')], { env }).catch(e => e)
+  t.match(inner.stderr, /is inside the rewindfs workspace .*nested workspaces are not supported/, 'a directory inside a workspace')
+  const outer = await run(process.execPath, [CLI, 'mount', m.root], { env }).catch(e => e)
+  t.match(outer.stderr, /contains the rewindfs workspace .*nested workspaces are not supported.*unmount it first/, 'a directory that contains a workspace')
+  t.notOk(fs.readFileSync('/proc/mounts', 'utf8').split('\n').some(l => l.split(' ')[1] === m.root), 'nothing was mounted over it')
+})
+
+t.test('unmount says so when the daemon dies before its write-back finished', async t => {
+  const m = await mountWorkspace(t, dir => { for (let i = 0; i < 3000; i++) fs.writeFileSync(path.join(dir, `f${i}`), `${i}\n`) })
+  const c1 = await m.client.log({})
+  fs.readdirSync(m.dir) // the listing becomes the daemon's
+  await m.sh('rm -f f*')
+  await m.client.mark({ label: 'all removed' })
+  await m.client.close()
+  // the write-back removes 3000 files; kill the daemon as soon as it starts
+  const pid = m.daemon.pid!
+  const done = m.cli(['unmount'])
+  for (let i = 0; i < 400 && fs.readdirSync(m.dir).length === 0; i++) await new Promise(resolve => setTimeout(resolve, 5))
+  process.kill(pid, 'SIGKILL')
+  const r = await done
+  t.equal(r.code, 1, 'unmount exits 1')
+  t.match(r.stderr, /exited before it finished unmounting .*Nothing is lost: rewindfs mount .* resumes from the store/, 'and says what happened and what to do')
+  await new Promise(resolve => m.daemon.exitCode !== null || m.daemon.signalCode !== null ? resolve(null) : m.daemon.once('exit', resolve))
+  await m.remount()
+  t.same(fs.readdirSync(m.dir).filter(n => n.startsWith('f')), [], 'the next mount resumes the final state')
+  await m.client.restore({ id: c1[0]!.id })
+  t.equal(fs.readdirSync(m.dir).length, 3000, 'and the first checkpoint restores')
+})

@@ -212,7 +212,7 @@ class RewindClient:
         return self.call("candidates", limit=limit)
 
     def restore(self, checkpoint_id):
-        """Restore checkpoint `checkpoint_id` exactly; return RestoreInfo {checkpoint, branch, changed, ms}."""
+        """Restore checkpoint `checkpoint_id` exactly; return RestoreInfo {checkpoint, branch, changed, ms, saved}."""
         return self.call("restore", checkpoint=checkpoint_id)
 
     def context(self, checkpoint_id):
