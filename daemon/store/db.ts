@@ -225,7 +225,15 @@ export class StoreDb {
     await this.ready()
     if (this.poisoned) await this.reopen()
     try {
-      await this.level.batch(ops, { sync })
+      // a chained batch: abstract-level's array form checks and encodes each
+      // operation again (measured: ~90 ms of CPU for an fsync committing 8k
+      // blocks, not visible in the profile with the chained batch)
+      const b = this.level.batch()
+      for (const op of ops) {
+        if (op.type === 'put') b.put(op.key, op.value)
+        else b.del(op.key)
+      }
+      await b.write({ sync })
     } catch (err) {
       this.poisoned = true
       throw storeIoError(err, `write to the store database ${this.location}`, { path: this.location })
