@@ -69,8 +69,8 @@ const SEEDS = envSeeds()
 const REPLAY = process.env.REWINDFS_FUZZ_REPLAY
 
 /** Totals printed at the end. */
-const total = { seeds: 0, ops: 0, checkpoints: 0, restores: 0, failures: 0, limits: 0 }
-function add (c: Counts): void { total.ops += c.ops; total.checkpoints += c.checkpoints; total.restores += c.restores; total.limits += c.limits }
+const total = { seeds: 0, ops: 0, checkpoints: 0, restores: 0, failures: 0, limits: 0, remounts: 0 }
+function add (c: Counts): void { total.ops += c.ops; total.checkpoints += c.checkpoints; total.restores += c.restores; total.limits += c.limits; total.remounts += c.remounts }
 
 /**
  * One mount with its native twin: both start as the initial tree of `seed`
@@ -135,6 +135,7 @@ async function runSeed (seed: number, maxOps: number, deadline: number): Promise
 /** The closing figures (regression cases included). */
 function summary (tt: any): void {
   tt.comment(`fuzz: ${total.seeds} seeds, ${total.ops} ops, ${total.checkpoints} checkpoints, ${total.restores} restores compared, ${total.failures} failures`)
+  tt.comment(`fuzz: ${total.remounts} unmounts with write-back and remounts compared`)
   tt.comment(`fuzz: ${total.limits} fstat ENOENT answers accepted as the documented limitation (name of the open file gone)`)
 }
 

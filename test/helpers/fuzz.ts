@@ -83,6 +83,7 @@ export type Op =
   | { k: 'stat', p: string }
   | { k: 'check' }
   | { k: 'mark', c: string }
+  | { k: 'remount', c: string }
   | { k: 'restore', c: string, auto: string }
 
 /** A sequence to replay: the seed of the initial tree and the operations. */
@@ -381,6 +382,8 @@ export interface Counts {
   restores: number
   /** whole-tree comparisons outside marks and restores */
   checks: number
+  /** unmounts with write-back and remounts */
+  remounts: number
   /** outcomes accepted as a documented limitation (fstat of an fd whose name is gone: ENOENT) */
   limits: number
 }
@@ -395,8 +398,16 @@ interface Cp {
   mnt: Manifest
 }
 
-/** What a Lockstep needs from its mount. */
-export interface LockstepMount { dir: string, client: RewindClient }
+/** What a Lockstep needs from its mount (test/helpers/mount.ts Mounted). */
+export interface LockstepMount {
+  dir: string
+  /** replaced by remount() */
+  client: RewindClient
+  /** clean unmount through the daemon, writing the final state back */
+  unmount(discard?: boolean): Promise<void>
+  /** a new daemon on the same directory and store */
+  remount(): Promise<void>
+}
 
 /**
  * Applies ops to a native tree and a mount in lockstep and compares them.
@@ -417,7 +428,7 @@ export class Lockstep {
   readonly explicit: Set<string>
   /** checkpoints by name (op.c of a mark, op.auto of a restore) */
   readonly cps = new Map<string, Cp>()
-  readonly counts: Counts = { ops: 0, checkpoints: 0, restores: 0, checks: 0, limits: 0 }
+  readonly counts: Counts = { ops: 0, checkpoints: 0, restores: 0, checks: 0, limits: 0, remounts: 0 }
 
   constructor (
     readonly m: LockstepMount,
@@ -589,6 +600,7 @@ export class Lockstep {
       if (op.k === 'mark') return await this.mark(index, op)
       if (op.k === 'restore') return await this.restore(index, op)
       if (op.k === 'check') return this.check(index, op)
+      if (op.k === 'remount') return await this.remount(index, op)
       if (op.k === 'utimens' && op.ns) { this.explicit.add(op.ns[0]); this.explicit.add(op.ns[1]) }
       // the roots are not removed, renamed or replaced (the mount point answers EBUSY; the native root would go)
       if ((op.k === 'rename' || op.k === 'rmdir' || op.k === 'unlink' || op.k === 'link') && (op.p === '' || ('to' in op && op.to === ''))) return null
@@ -653,6 +665,31 @@ export class Lockstep {
     this.cps.set(op.c, { id: cp.id, snap, mnt })
     const d = manifestDiffRelaxed(manifestOf(this.nat.root), mnt, this.explicit)
     return d.length ? this.fail(index, op, 'manifest', null, null, d.slice(0, 30)) : null
+  }
+
+  /**
+   * Unmount with write-back and mount again (a new session whose lower layer
+   * is the written-back directory): the mount must show exactly what it
+   * showed before. The directory is not looked at in between (reading it
+   * would change atimes). The daemon's "unmount" and "mount" checkpoints
+   * both hold that state; they are recorded as `${c}u` and `${c}m`.
+   */
+  private async remount (index: number, op: Extract<Op, { k: 'remount' }>): Promise<Failure | null> {
+    this.closeAll()
+    this.counts.remounts++
+    const before = manifestOf(this.mnt.root)
+    const known = new Set((await this.m.client.log({})).map(c => c.id))
+    await this.m.unmount(false)
+    await this.m.remount()
+    const got = manifestOf(this.mnt.root)
+    for (const c of await this.m.client.log({})) {
+      if (known.has(c.id)) continue
+      const name = c.label === 'unmount' ? `${op.c}u` : c.label === 'mount' ? `${op.c}m` : null
+      if (name) this.cps.set(name, { id: c.id, snap: this.snapshot(name), mnt: before })
+    }
+    const exact = manifestDiffExact(before, got)
+    if (exact.length) return this.fail(index, op, 'remount', null, null, exact.slice(0, 30))
+    return null
   }
 
   private async restore (index: number, op: Extract<Op, { k: 'restore' }>): Promise<Failure | null> {
@@ -723,11 +760,14 @@ export class Generator {
   private nextCheck: number
   private marks = 0
   private autos = 0
+  private nextRemount: number
+  private remounts = 0
 
   constructor (readonly rng: Prng, readonly ls: Lockstep) {
     this.nextMark = rng.range(5, 30)
     this.nextRestore = rng.range(40, 100)
     this.nextCheck = rng.range(30, 60)
+    this.nextRemount = rng.range(100, 400)
   }
 
   /** The next op. */
@@ -741,6 +781,10 @@ export class Generator {
     if (this.n >= this.nextRestore && this.ls.cps.size > 0) {
       this.nextRestore = this.n + rng.range(30, 120)
       return { k: 'restore', c: rng.pick([...this.ls.cps.keys()]), auto: `a${this.autos++}` }
+    }
+    if (this.n >= this.nextRemount) {
+      this.nextRemount = this.n + rng.range(200, 600)
+      return { k: 'remount', c: `s${this.remounts++}` }
     }
     if (this.n >= this.nextCheck) {
       this.nextCheck = this.n + rng.range(30, 80)
