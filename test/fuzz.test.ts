@@ -20,7 +20,7 @@
  *   is printed; REWINDFS_FUZZ_SEEDS gives the list to start from).
  * - REWINDFS_FUZZ_SEEDS=1,2,3: exactly these seeds (no time bound unless
  *   REWINDFS_FUZZ_SECONDS is also set).
- * - REWINDFS_FUZZ_REPLAY=file.json: replays one saved sequence only.
+ * - REWINDFS_FUZZ_REPLAY=file.json: replays one saved sequence only (shrunk if it fails).
  * - REWINDFS_FUZZ_SHRINK_SECONDS (120): time bound of shrinking.
  * - REWINDFS_FUZZ_OUT: where sequences are written (.rewindfs-tmp/fuzz).
  * Long runs also need a larger suite limit: REWINDFS_TEST_LIMIT=N+600.
@@ -69,8 +69,11 @@ const SEEDS = envSeeds()
 const REPLAY = process.env.REWINDFS_FUZZ_REPLAY
 
 /** Totals printed at the end. */
-const total = { seeds: 0, ops: 0, checkpoints: 0, restores: 0, failures: 0, limits: 0, remounts: 0 }
-function add (c: Counts): void { total.ops += c.ops; total.checkpoints += c.checkpoints; total.restores += c.restores; total.limits += c.limits; total.remounts += c.remounts }
+const total = { seeds: 0, ops: 0, checkpoints: 0, restores: 0, failures: 0, limits: 0, remounts: 0, held: 0, stale: 0 }
+function add (c: Counts): void {
+  total.ops += c.ops; total.checkpoints += c.checkpoints; total.restores += c.restores
+  total.limits += c.limits; total.remounts += c.remounts; total.held += c.held; total.stale += c.stale
+}
 
 /**
  * One mount with its native twin: both start as the initial tree of `seed`
@@ -135,6 +138,7 @@ async function runSeed (seed: number, maxOps: number, deadline: number): Promise
 /** The closing figures (regression cases included). */
 function summary (tt: any): void {
   tt.comment(`fuzz: ${total.seeds} seeds, ${total.ops} ops, ${total.checkpoints} checkpoints, ${total.restores} restores compared, ${total.failures} failures`)
+  tt.comment(`fuzz: ${total.held} descriptors held across a restore and checked (${total.stale} answered ESTALE)`)
   tt.comment(`fuzz: ${total.remounts} unmounts with write-back and remounts compared`)
   tt.comment(`fuzz: ${total.limits} fstat ENOENT answers accepted as the documented limitation (name of the open file gone)`)
 }
@@ -192,7 +196,8 @@ if (REPLAY) {
     const r = readRepro(path.resolve(REPLAY))
     const { failure, counts } = await replay(r)
     add(counts)
-    if (failure) tt.fail(`replay: op ${failure.index}: ${opLine(failure.op)} (${failure.what})`, { diagnostic: true, ...describe(failure) })
+    // a failing replay is shrunk like a failing seed
+    if (failure) await report(tt, r.seed, r.ops, failure, `replay-${path.basename(REPLAY, '.json')}`)
     else tt.pass(`replay of ${r.ops.length} ops: native and mount agree`)
     summary(tt)
   })

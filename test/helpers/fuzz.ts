@@ -84,7 +84,7 @@ export type Op =
   | { k: 'check' }
   | { k: 'mark', c: string }
   | { k: 'remount', c: string }
-  | { k: 'restore', c: string, auto: string }
+  | { k: 'restore', c: string, auto: string, keep?: boolean }
 
 /** A sequence to replay: the seed of the initial tree and the operations. */
 export interface Repro {
@@ -182,6 +182,8 @@ export interface StatLite {
   atime: string
   mtime: string
   ctime: string
+  /** inode number (never compared between the two sides) */
+  ino: string
 }
 
 function typeOf (mode: number): string {
@@ -199,7 +201,8 @@ export function statLite (s: fs.BigIntStats): StatLite {
   const mode = Number(s.mode)
   return {
     type: typeOf(mode), mode: (mode & 0o7777).toString(8), uid: Number(s.uid), gid: Number(s.gid), nlink: Number(s.nlink),
-    size: Number(s.size), atime: s.atimeNs.toString(), mtime: s.mtimeNs.toString(), ctime: s.ctimeNs.toString()
+    size: Number(s.size), atime: s.atimeNs.toString(), mtime: s.mtimeNs.toString(), ctime: s.ctimeNs.toString(),
+    ino: s.ino.toString()
   }
 }
 
@@ -384,6 +387,10 @@ export interface Counts {
   checks: number
   /** unmounts with write-back and remounts */
   remounts: number
+  /** descriptors held open across a restore and checked (README: restored content, or ESTALE) */
+  held: number
+  /** of those, how many answered ESTALE */
+  stale: number
   /** outcomes accepted as a documented limitation (fstat of an fd whose name is gone: ENOENT) */
   limits: number
 }
@@ -424,11 +431,13 @@ export class Lockstep {
    * is when libfuse 2.9 can no longer answer fstat (see step()).
    */
   readonly slotName = new Map<number, string | null>()
+  /** inode number (on the mount) and type of the file each open slot names, taken at open */
+  readonly slotIno = new Map<number, { ino: string, type: string, readable: boolean }>()
   /** ns values the fuzz set explicitly (see statDiff) */
   readonly explicit: Set<string>
   /** checkpoints by name (op.c of a mark, op.auto of a restore) */
   readonly cps = new Map<string, Cp>()
-  readonly counts: Counts = { ops: 0, checkpoints: 0, restores: 0, checks: 0, limits: 0, remounts: 0 }
+  readonly counts: Counts = { ops: 0, checkpoints: 0, restores: 0, checks: 0, limits: 0, remounts: 0, held: 0, stale: 0 }
 
   constructor (
     readonly m: LockstepMount,
@@ -469,6 +478,7 @@ export class Lockstep {
       side.fds.clear()
     }
     this.slotName.clear()
+    this.slotIno.clear()
   }
 
   /** Runs op on one side (Node fs, or the python helper). */
@@ -609,6 +619,9 @@ export class Lockstep {
       const a = await this.run(this.nat, op, data)
       const b = await this.run(this.mnt, op, data)
       this.trackNames(op, a, names)
+      if (op.k === 'open' && b.ok) {
+        try { const st = statLite(fs.fstatSync(this.mnt.fds.get(op.s)!, { bigint: true })); this.slotIno.set(op.s, { ino: st.ino, type: st.type, readable: !op.fl.includes('O_WRONLY') }) } catch { this.slotIno.delete(op.s) }
+      }
       // LIMITATION (README): libfuse 2.9 answers fstat without a file handle, by the name the
       // file was opened by; once that name is gone it answers ENOENT (reads and writes still work)
       if (op.k === 'fstat' && a.ok && b.err === 'ENOENT' && this.slotName.get(op.s) === null) { this.counts.limits++; return null }
@@ -695,6 +708,9 @@ export class Lockstep {
   private async restore (index: number, op: Extract<Op, { k: 'restore' }>): Promise<Failure | null> {
     const target = this.cps.get(op.c)
     if (!target) return null // its mark is not in this (shrunk) sequence
+    // keep: the mount's descriptors stay open across the restore and are checked after it
+    const held = op.keep ? [...this.mnt.fds].map(([s, fd]) => ({ s, fd, name: this.slotName.get(s), ...this.slotIno.get(s) })) : []
+    if (op.keep) this.mnt.fds.clear()
     this.closeAll()
     // the daemon seals unsaved changes first ("before restore to N"): record them under op.auto
     const before = manifestOf(this.mnt.root)
@@ -710,10 +726,58 @@ export class Lockstep {
     if (r.status !== 0) throw new Error(`cp -a ${target.snap} ${this.nat.root}: ${r.stderr}`)
     const got = manifestOf(this.mnt.root)
     const exact = manifestDiffExact(target.mnt, got)
-    if (exact.length) return this.fail(index, op, 'restore', null, null, exact.slice(0, 30))
+    if (exact.length) { closeFds(held); return this.fail(index, op, 'restore', null, null, exact.slice(0, 30)) }
     const d = manifestDiffRelaxed(manifestOf(this.nat.root), got, this.explicit)
-    return d.length ? this.fail(index, op, 'manifest', null, null, d.slice(0, 30)) : null
+    if (d.length) { closeFds(held); return this.fail(index, op, 'manifest', null, null, d.slice(0, 30)) }
+    const bad = this.checkHeld(held, got)
+    closeFds(held)
+    return bad.length ? this.fail(index, op, 'handle', null, null, bad) : null
   }
+
+  /**
+   * Descriptors held across a restore (README "Open files across a
+   * restore"): one on a file whose inode exists in the restored state reads
+   * that state's content; one whose inode does not exist fails with ESTALE.
+   * An inode unlinked while open (an orphan) lives on for its handles, as
+   * natively, so a handle whose name was gone before the restore may also
+   * still read. Returns the handles that broke the rule.
+   */
+  private checkHeld (held: Array<{ s: number, fd: number, name?: string | null, ino?: string, type?: string, readable?: boolean }>, got: Manifest): string[] {
+    const bad: string[] = []
+    const byIno = new Map<string, string>()
+    for (const [p, e] of got) if (e.st.type === 'file' && !byIno.has(e.st.ino)) byIno.set(e.st.ino, p)
+    for (const h of held) {
+      if (h.ino === undefined || h.type !== 'file' || !h.readable) continue
+      this.counts.held++
+      const b = Buffer.alloc(BLOCK)
+      let n: number | null = null
+      let err: string | null = null
+      try { n = fs.readSync(h.fd, b, 0, BLOCK, 0) } catch (e) { err = errName(e) }
+      if (err === 'ESTALE') this.counts.stale++
+      const p = byIno.get(h.ino)
+      if (p !== undefined) {
+        const want = preadPath(this.abs(this.mnt, p), BLOCK)
+        if (err !== null) bad.push(`slot ${h.s} (inode ${h.ino}, at ${p} after the restore): read failed with ${err}, expected the restored content`)
+        else if (!b.subarray(0, n!).equals(want)) bad.push(`slot ${h.s} (inode ${h.ino}, at ${p}): read ${firstDiff(want, b.subarray(0, n!))}`)
+      } else if (err !== 'ESTALE' && h.name !== null) {
+        bad.push(`slot ${h.s} (inode ${h.ino}, was ${h.name}): not in the restored state, read gave ${err ?? `${n} bytes`}, expected ESTALE`)
+      }
+    }
+    return bad
+  }
+}
+
+function closeFds (held: Array<{ fd: number }>): void {
+  for (const h of held) { try { fs.closeSync(h.fd) } catch {} }
+}
+
+/** Up to n bytes from the start of a file. */
+function preadPath (p: string, n: number): Buffer {
+  const fd = fs.openSync(p, 'r')
+  try {
+    const b = Buffer.alloc(n)
+    return b.subarray(0, fs.readSync(fd, b, 0, n, 0))
+  } finally { fs.closeSync(fd) }
 }
 
 function pyOutcome (r: any): Outcome {
@@ -780,7 +844,7 @@ export class Generator {
     }
     if (this.n >= this.nextRestore && this.ls.cps.size > 0) {
       this.nextRestore = this.n + rng.range(30, 120)
-      return { k: 'restore', c: rng.pick([...this.ls.cps.keys()]), auto: `a${this.autos++}` }
+      return { k: 'restore', c: rng.pick([...this.ls.cps.keys()]), auto: `a${this.autos++}`, keep: rng.chance(0.4) }
     }
     if (this.n >= this.nextRemount) {
       this.nextRemount = this.n + rng.range(200, 600)
@@ -946,6 +1010,17 @@ export async function shrink (ops: Op[], fails: (ops: Op[]) => Promise<boolean>,
     if (Date.now() > deadline) return { ops: cur, replays, complete: false }
     replays++
     if (await fails(cur.slice(cur.length - k))) { cur = cur.slice(cur.length - k); break }
+  }
+  // then whole kinds at once (all marks, all restores, all reads, ...; the last op stays): slow
+  // steps go first, later replays are faster without them
+  const slow: Array<Op['k']> = ['restore', 'remount', 'mark', 'check']
+  const kinds = [...slow, ...[...new Set(cur.map(o => o.k))].filter(k => !slow.includes(k))]
+  for (const kind of kinds) {
+    if (Date.now() > deadline) return { ops: cur, replays, complete: false }
+    const cand = cur.filter((o, i) => o.k !== kind || i === cur.length - 1)
+    if (cand.length === cur.length) continue
+    replays++
+    if (await fails(cand)) cur = cand
   }
   let chunk = Math.max(1, Math.floor(cur.length / 2))
   for (;;) {
