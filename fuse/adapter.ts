@@ -133,7 +133,8 @@ export class FuseMount {
       try { self.counts.ops++; stale = fn(...args.slice(0, -1)) } catch (e) { r = self.errno(e, op, args[0]) }
       self.answerAfterSiblings(stale, false, () => cb(r))
     }
-    // flush/fsync/release: after writes to a hard-linked inode, refresh the other names
+    // after writes to a hard-linked inode, refresh the other names (write does it at once; flush,
+    // fsync and release drain what is left)
     const afterWrites = (fh: number, p: string | null): string[] => {
       let ino: number
       try { ino = ws.handleIno(fh) } catch { return [] }
@@ -226,9 +227,15 @@ export class FuseMount {
         try { self.counts.ops++; n = ws.read(fh, buf, len, pos) } catch (e) { n = self.errno(e, 'read', p) }
         cb(n)
       },
+      // a write to a hard-linked inode (the set is empty otherwise) makes the other names' cached
+      // size, times and pages stale at once: drop them before answering, as for truncate
       write: (p: string | null, fh: number, buf: Buffer, len: number, pos: number, cb: (n: number) => void) => {
         let n: number
         try { self.counts.ops++; n = ws.write(fh, buf, len, pos) } catch (e) { n = self.errno(e, 'write', p) }
+        if (ws.linkedWrites.size !== 0 && n >= 0) {
+          const stale = afterWrites(fh, p)
+          if (stale.length !== 0) { self.answerAfterSiblings(stale, true, () => cb(n)); return }
+        }
         cb(n)
       },
       setxattr: st('setxattr', (p: string, name: string, value: Buffer, position: number, flags: number) => ws.setxattr(p, name, value, flags)),
