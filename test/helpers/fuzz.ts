@@ -30,6 +30,7 @@
  *   manifest exactly, atime and mtime included.
  */
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { createHash } from 'node:crypto'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
@@ -255,14 +256,20 @@ export function manifestDiffRelaxed (nat: Manifest, mnt: Manifest, explicit: Set
   return out
 }
 
-/** Lines of differences between two manifests of the mount (a restore must be exact: atime and mtime included, ctime not). */
-export function manifestDiffExact (want: Manifest, got: Manifest): string[] {
+/**
+ * Lines of differences between two manifests of the mount: a restore must be
+ * exact, atime and mtime included, and ctime too when `ctime` (a checkpoint
+ * of the same mount session: write-back sets times and modes on disk, which
+ * gives the next session's lower layer new ctimes no filesystem lets one set).
+ */
+export function manifestDiffExact (want: Manifest, got: Manifest, ctime = false): string[] {
   const out: string[] = []
   for (const [p, a] of want) {
     const b = got.get(p)
     if (!b) { out.push(`${p || '.'}: missing after restore (${a.st.type})`); continue }
     const d: string[] = []
     for (const f of ['type', 'mode', 'uid', 'gid', 'nlink', 'atime', 'mtime'] as const) if (a.st[f] !== b.st[f]) d.push(`${f} ${a.st[f]} vs ${b.st[f]}`)
+    if (ctime && a.st.ctime !== b.st.ctime) d.push(`ctime ${a.st.ctime} vs ${b.st.ctime}`)
     if (a.st.type !== 'dir' && a.st.size !== b.st.size) d.push(`size ${a.st.size} vs ${b.st.size}`)
     if (a.content !== b.content) d.push(`content ${a.content.slice(0, 20)} vs ${b.content.slice(0, 20)}`)
     if (d.length) out.push(`${p || '.'}: ${d.join(', ')}`)
@@ -349,7 +356,12 @@ export interface Outcome { ok?: unknown, err?: string, bytes?: Buffer, st?: Stat
 
 function sha (b: Uint8Array): string { return createHash('sha256').update(b).digest('hex').slice(0, 16) }
 
+/** errno names by number (libuv has no name for some, e.g. ESTALE: Node then says "Unknown system error -116"). */
+const ERRNO_NAMES = new Map(Object.entries(os.constants.errno).map(([k, v]) => [v, k]))
+
 function errName (e: any): string {
+  if (typeof e?.code === 'string' && /^E[A-Z0-9]+$/.test(e.code)) return e.code
+  if (typeof e?.errno === 'number' && ERRNO_NAMES.has(-e.errno)) return ERRNO_NAMES.get(-e.errno)!
   return typeof e?.code === 'string' ? e.code : `EXCEPTION ${String(e?.message ?? e)}`
 }
 
@@ -403,6 +415,8 @@ interface Cp {
   snap: string
   /** the mount's manifest at the checkpoint */
   mnt: Manifest
+  /** mount session it was taken in (Lockstep.session) */
+  session: number
 }
 
 /** What a Lockstep needs from its mount (test/helpers/mount.ts Mounted). */
@@ -437,6 +451,8 @@ export class Lockstep {
   readonly explicit: Set<string>
   /** checkpoints by name (op.c of a mark, op.auto of a restore) */
   readonly cps = new Map<string, Cp>()
+  /** mount session: incremented by each remount (write-back gives the lower layer new ctimes) */
+  session = 1
   readonly counts: Counts = { ops: 0, checkpoints: 0, restores: 0, checks: 0, limits: 0, remounts: 0, held: 0, stale: 0 }
 
   constructor (
@@ -458,7 +474,7 @@ export class Lockstep {
     const log = await this.m.client.log({})
     const c = log.find(x => x.label === 'mount')
     if (!c) return
-    this.cps.set(name, { id: c.id, snap: this.snapshot(name), mnt: manifestOf(this.mnt.root) })
+    this.cps.set(name, { id: c.id, snap: this.snapshot(name), mnt: manifestOf(this.mnt.root), session: this.session })
   }
 
   private abs (side: Side, rel: string): string { return rel === '' ? side.root : path.join(side.root, rel) }
@@ -675,7 +691,7 @@ export class Lockstep {
     this.counts.checkpoints++
     const snap = this.snapshot(op.c)
     const mnt = manifestOf(this.mnt.root)
-    this.cps.set(op.c, { id: cp.id, snap, mnt })
+    this.cps.set(op.c, { id: cp.id, snap, mnt, session: this.session })
     const d = manifestDiffRelaxed(manifestOf(this.nat.root), mnt, this.explicit)
     return d.length ? this.fail(index, op, 'manifest', null, null, d.slice(0, 30)) : null
   }
@@ -694,11 +710,13 @@ export class Lockstep {
     const known = new Set((await this.m.client.log({})).map(c => c.id))
     await this.m.unmount(false)
     await this.m.remount()
+    const old = this.session++
     const got = manifestOf(this.mnt.root)
     for (const c of await this.m.client.log({})) {
       if (known.has(c.id)) continue
-      const name = c.label === 'unmount' ? `${op.c}u` : c.label === 'mount' ? `${op.c}m` : null
-      if (name) this.cps.set(name, { id: c.id, snap: this.snapshot(name), mnt: before })
+      // the unmount seal holds the last session's view, the mount checkpoint the new one's (same but ctimes)
+      if (c.label === 'unmount') this.cps.set(`${op.c}u`, { id: c.id, snap: this.snapshot(`${op.c}u`), mnt: before, session: old })
+      if (c.label === 'mount') this.cps.set(`${op.c}m`, { id: c.id, snap: this.snapshot(`${op.c}m`), mnt: got, session: this.session })
     }
     const exact = manifestDiffExact(before, got)
     if (exact.length) return this.fail(index, op, 'remount', null, null, exact.slice(0, 30))
@@ -719,13 +737,13 @@ export class Lockstep {
     this.counts.restores++
     const auto = (await this.m.client.log({})).filter(c => !known.has(c.id) && c.label === `before restore to ${target.id}`)
     if (auto.length > 0) {
-      this.cps.set(op.auto, { id: auto[auto.length - 1].id, snap: this.snapshot(op.auto), mnt: before })
+      this.cps.set(op.auto, { id: auto[auto.length - 1].id, snap: this.snapshot(op.auto), mnt: before, session: this.session })
     }
     fs.rmSync(this.nat.root, { recursive: true, force: true })
     const r = spawnSync('cp', ['-a', target.snap, this.nat.root], { encoding: 'utf8' })
     if (r.status !== 0) throw new Error(`cp -a ${target.snap} ${this.nat.root}: ${r.stderr}`)
     const got = manifestOf(this.mnt.root)
-    const exact = manifestDiffExact(target.mnt, got)
+    const exact = manifestDiffExact(target.mnt, got, target.session === this.session)
     if (exact.length) { closeFds(held); return this.fail(index, op, 'restore', null, null, exact.slice(0, 30)) }
     const d = manifestDiffRelaxed(manifestOf(this.nat.root), got, this.explicit)
     if (d.length) { closeFds(held); return this.fail(index, op, 'manifest', null, null, d.slice(0, 30)) }
