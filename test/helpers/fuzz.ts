@@ -401,7 +401,7 @@ export interface Counts {
   remounts: number
   /** descriptors held open across a restore and checked (README: restored content, or ESTALE) */
   held: number
-  /** of those, how many answered ESTALE */
+  /** of those, how many answered ESTALE or EIO */
   stale: number
   /** outcomes accepted as a documented limitation (fstat of an fd whose name is gone: ENOENT) */
   limits: number
@@ -754,31 +754,35 @@ export class Lockstep {
 
   /**
    * Descriptors held across a restore (README "Open files across a
-   * restore"): one on a file whose inode exists in the restored state reads
-   * that state's content; one whose inode does not exist fails with ESTALE.
-   * An inode unlinked while open (an orphan) lives on for its handles, as
-   * natively, so a handle whose name was gone before the restore may also
-   * still read. Returns the handles that broke the rule.
+   * restore"): one whose file is in the restored state at the path it was
+   * opened by (following renames) reads that state's content; any other
+   * fails with ESTALE (libfuse 2.9 knows open files by that name), or EIO
+   * once the kernel has looked that path up again and dropped the old
+   * inode. One whose name was unlinked (slotName null) keeps its inode:
+   * the restored content if the inode is in the restored state, else
+   * whatever it had (an orphan lives on for its handles, as natively).
+   * Returns the handles that broke the rule.
    */
   private checkHeld (held: Array<{ s: number, fd: number, name?: string | null, ino?: string, type?: string, readable?: boolean }>, got: Manifest): string[] {
     const bad: string[] = []
-    const byIno = new Map<string, string>()
-    for (const [p, e] of got) if (e.st.type === 'file' && !byIno.has(e.st.ino)) byIno.set(e.st.ino, p)
     for (const h of held) {
-      if (h.ino === undefined || h.type !== 'file' || !h.readable) continue
+      if (h.ino === undefined || h.type !== 'file' || !h.readable || h.name === undefined) continue
       this.counts.held++
       const b = Buffer.alloc(BLOCK)
       let n: number | null = null
       let err: string | null = null
       try { n = fs.readSync(h.fd, b, 0, BLOCK, 0) } catch (e) { err = errName(e) }
-      if (err === 'ESTALE') this.counts.stale++
-      const p = byIno.get(h.ino)
-      if (p !== undefined) {
-        const want = preadPath(this.abs(this.mnt, p), BLOCK)
-        if (err !== null) bad.push(`slot ${h.s} (inode ${h.ino}, at ${p} after the restore): read failed with ${err}, expected the restored content`)
-        else if (!b.subarray(0, n!).equals(want)) bad.push(`slot ${h.s} (inode ${h.ino}, at ${p}): read ${firstDiff(want, b.subarray(0, n!))}`)
-      } else if (err !== 'ESTALE' && h.name !== null) {
-        bad.push(`slot ${h.s} (inode ${h.ino}, was ${h.name}): not in the restored state, read gave ${err ?? `${n} bytes`}, expected ESTALE`)
+      const stale = err === 'ESTALE' || err === 'EIO'
+      if (stale) this.counts.stale++
+      const now = [...got].filter(([, e]) => e.st.type === 'file' && e.st.ino === h.ino).map(([p]) => p)
+      const kept = h.name === null ? now.length > 0 : got.get(h.name)?.st.ino === h.ino
+      const what = `slot ${h.s} (inode ${h.ino}, opened as ${h.name ?? '(name unlinked)'}, after the restore at ${now.join(', ') || 'no path'})`
+      if (kept) {
+        const want = preadPath(this.abs(this.mnt, now[0]), BLOCK)
+        if (err !== null) bad.push(`${what}: read failed with ${err}, expected the restored content`)
+        else if (!b.subarray(0, n!).equals(want)) bad.push(`${what}: read ${firstDiff(want, b.subarray(0, n!))}`)
+      } else if (h.name !== null && !stale) {
+        bad.push(`${what}: read gave ${err ?? `${n} bytes`}, expected ESTALE or EIO`)
       }
     }
     return bad
