@@ -987,6 +987,28 @@ static int fn_check_layout (fuse_thread_t *ft) {
   return ok;
 }
 
+// Walks libfuse's name table from the root along path (absolute), stopping
+// before `stop` (a pointer into path) when given. Returns the node or NULL.
+// Caller holds f->lock.
+static struct fn_node * fn_walk_locked (struct fn_fuse_prefix *f, const char *p, const char *stop) {
+  char comp[1024];
+  struct fn_node *node = fn_get_node(f, FUSE_ROOT_ID);
+  while (node != NULL) {
+    while (*p == '/') p++;
+    if (*p == '\0') break;
+    if (stop != NULL && p >= stop) break;
+    const char *e = p;
+    while (*e && *e != '/') e++;
+    size_t n = e - p;
+    if (n >= sizeof(comp)) return NULL;
+    memcpy(comp, p, n);
+    comp[n] = '\0';
+    node = fn_lookup_node(f, node->nodeid, comp);
+    p = e;
+  }
+  return node;
+}
+
 // Resolve an absolute path to a libfuse node id, holding libfuse's own f->lock
 // (libfuse never holds it while waiting for a handler, so this cannot block on
 // JS). Returns the node id, 0 if libfuse has no node (nothing cached), or
@@ -1015,23 +1037,30 @@ static int64_t fn_resolve (fuse_thread_t *ft, const char *path, int want_parent,
   }
 
   pthread_mutex_lock(&(f->lock));
-  struct fn_node *node = fn_get_node(f, FUSE_ROOT_ID);
-  while (node != NULL) {
-    while (*p == '/') p++;
-    if (*p == '\0') break;
-    if (want_parent && p >= last) break;
-    const char *e = p;
-    while (*e && *e != '/') e++;
-    size_t n = e - p;
-    if (n >= sizeof(comp)) { node = NULL; break; }
-    memcpy(comp, p, n);
-    comp[n] = '\0';
-    node = fn_lookup_node(f, node->nodeid, comp);
-    p = e;
-  }
+  struct fn_node *node = fn_walk_locked(f, p, want_parent ? last : NULL);
   int64_t id = node != NULL ? (int64_t) node->nodeid : 0;
   pthread_mutex_unlock(&(f->lock));
   return id;
+}
+
+// rewindfs: item [5, path]. A restore that gives a name another file (or
+// none) leaves libfuse's node for that name in place while a handle is open
+// on it; the next lookup of the name would answer the same node id, and the
+// kernel would merge the new file into the inode the old handle uses (its
+// size and pages). A new generation on the node makes the kernel, at that
+// lookup, mark its old inode bad ("nodeid was reused, any I/O on the old
+// inode should fail", fuse_iget) and make a fresh one. libfuse itself only
+// copies node->generation into its replies. Returns 0, 1 when libfuse has no
+// node for the path, or -EINVAL for a malformed path.
+// Caller holds inval_lock (read) with alive && layout_ok.
+static int fn_renew (fuse_thread_t *ft, const char *path) {
+  if (path == NULL || path[0] != '/' || path[1] == '\0') return -EINVAL;
+  struct fn_fuse_prefix *f = (struct fn_fuse_prefix *) ft->fuse;
+  pthread_mutex_lock(&(f->lock));
+  struct fn_node *node = fn_walk_locked(f, path, NULL);
+  if (node != NULL) node->generation++;
+  pthread_mutex_unlock(&(f->lock));
+  return node != NULL ? 0 : 1;
 }
 
 typedef struct {
@@ -1092,6 +1121,10 @@ static void fn_run_items (fuse_thread_t *ft, fn_job_t *job) {
         if (id < 0) { res = (int) id; break; }
         if (id == 0) { res = 1; break; }
         res = fuse_lowlevel_notify_inval_inode(ch, (fuse_ino_t) id, (off_t) it->a, (off_t) it->b);
+        break;
+      case 5: // [5, path]: new generation for node(path)
+        if (!ft->layout_ok) { res = -ENOSYS; break; }
+        res = fn_renew(ft, it->str);
         break;
       default:
         res = -EINVAL;
@@ -1244,6 +1277,10 @@ static void fn_parse_item (napi_env env, napi_value arr, fn_item_t *it) {
       if (len > 2 && fn_get_i64(env, el[2], &it->a) != 0) break;
       if (len > 3 && fn_get_i64(env, el[3], &it->b) != 0) break;
       it->type = 4;
+      break;
+    case 5:
+      if ((it->str = fn_get_str(env, el[1])) == NULL || it->str[0] != '/') break;
+      it->type = 5;
       break;
   }
 }
