@@ -81,7 +81,7 @@ export interface StoreState {
 }
 
 /** A kernel cache invalidation item (fuse/binding.ts): [3, path] entry, [4, path, 0, 0] inode, [1, 1, 0, 0] root. */
-export type InvalidationItem = [3, string] | [4, string, number, number] | [1, number, number, number] | [5, string]
+export type InvalidationItem = [3, string] | [4, string, number, number] | [1, number, number, number] | [5, string] | [6]
 
 /** Checkpoint tables kept in memory at most (least recently used are dropped and reload from the store). */
 const ROOTS_KEPT = 256
@@ -513,8 +513,9 @@ function sameContent (x: InodeRecord, y: InodeRecord): boolean {
  * new libfuse generation for the name of a non-directory that vanishes or
  * moves away (so a file restored or created there later gets its own
  * kernel inode instead of the one an old handle still holds, see
- * fuse-native.c fn_renew); the root always. Inodes first, then
- * generations, then entries deepest first.
+ * fuse-native.c fn_renew); the nodes libfuse keeps without a name when a
+ * handle's name is gone (fn_inval_nameless); the root always. Inodes
+ * first, then generations, then entries deepest first.
  */
 export function invalidationItems (ws: Workspace, target: TableNode, changed: Set<Ino>): InvalidationItem[] {
   const entries = new Set<string>()
@@ -552,6 +553,8 @@ export function invalidationItems (ws: Workspace, target: TableNode, changed: Se
   // inodes first: libfuse resolves their paths through names the entry invalidations remove
   for (const p of inodes) if (p !== '/') items.push([4, p, 0, 0])
   for (const p of renew) items.push([5, p])
+  // handles whose name is gone are out of reach by path: drop what the kernel caches for them
+  if (ws.hasNamelessHandles()) items.push([6])
   for (const p of [...entries].sort((a, b) => depth(b) - depth(a))) items.push([3, p])
   items.push([1, 1, 0, 0])
   return items

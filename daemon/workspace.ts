@@ -760,6 +760,12 @@ export class Workspace {
     m.mtime = m.ctime = nowNs()
   }
 
+  /** True when an open handle's name is gone (unlinked or replaced): the kernel's caches of it are out of reach by path. O(handles). */
+  hasNamelessHandles (): boolean {
+    for (const h of this.handles.values()) if (h.path === null && !h.stale) return true
+    return false
+  }
+
   /** Every open handle's ino (restore uses it to report stale handles). */
   openInodes (): Set<Ino> { return new Set(this.openCount.keys()) }
 
@@ -786,10 +792,13 @@ export class Workspace {
    * created there later), the kernel merges the two and the old handle would
    * read through the new file's size and pages. Such a handle answers ESTALE
    * instead (the adapter also has libfuse renew the name's generation, see
-   * invalidationItems). A handle without a path (its name was unlinked) keeps
-   * its inode. O(handles × depth); records not loaded in `table` are
-   * unchanged by the restore (loadDifferences loaded every record that
-   * differs, and the live state equals its base here).
+   * invalidationItems). A handle without a path (its name was unlinked)
+   * keeps its inode: the restored one if the restore has it, else its own
+   * (an orphan lives on); the kernel's caches of it, which no path reaches,
+   * are dropped by the [6] invalidation (hasNamelessHandles).
+   * O(handles × depth); records not loaded in `table` are unchanged by the
+   * restore (loadDifferences loaded every record that differs, and the live
+   * state equals its base here).
    */
   private markStaleHandles (table: TableNode): void {
     for (const h of this.handles.values()) {

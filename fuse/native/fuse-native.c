@@ -1063,8 +1063,39 @@ static int fn_renew (fuse_thread_t *ft, const char *path) {
   return node != NULL ? 0 : 1;
 }
 
+// rewindfs: item [6]. libfuse forgets the name of a file unlinked (or
+// replaced by a rename) while a handle stays open on it, so no path reaches
+// that node any more; a restore that changes such a file must still drop the
+// kernel's attributes and pages of it. Invalidates (attributes and all pages)
+// every node libfuse holds without a name. Returns how many: O(nodes) under
+// f->lock, the notifications after it is released.
+// Caller holds inval_lock (read) with alive && layout_ok.
+static int fn_inval_nameless (fuse_thread_t *ft, struct fuse_chan *ch) {
+  struct fn_fuse_prefix *f = (struct fn_fuse_prefix *) ft->fuse;
+  size_t cap = 16, n = 0;
+  fuse_ino_t *ids = malloc(cap * sizeof(fuse_ino_t));
+  if (ids == NULL) return -ENOMEM;
+  pthread_mutex_lock(&(f->lock));
+  for (size_t h = 0; h < f->id_table.size; h++) {
+    for (struct fn_node *node = f->id_table.array[h]; node != NULL; node = node->id_next) {
+      if (node->name != NULL || node->nodeid == FUSE_ROOT_ID || node->nlookup == 0) continue;
+      if (n == cap) {
+        fuse_ino_t *more = realloc(ids, 2 * cap * sizeof(fuse_ino_t));
+        if (more == NULL) break;
+        ids = more;
+        cap *= 2;
+      }
+      ids[n++] = node->nodeid;
+    }
+  }
+  pthread_mutex_unlock(&(f->lock));
+  for (size_t i = 0; i < n; i++) fuse_lowlevel_notify_inval_inode(ch, ids[i], 0, 0);
+  free(ids);
+  return (int) n;
+}
+
 typedef struct {
-  int32_t type;   // 0..4, or -1 for a malformed item (result -EINVAL)
+  int32_t type;   // 0..6, or -1 for a malformed item (result -EINVAL)
   int64_t a;      // parent / nodeid / off
   int64_t b;      // child / off / len
   int64_t c;      // len
@@ -1125,6 +1156,10 @@ static void fn_run_items (fuse_thread_t *ft, fn_job_t *job) {
       case 5: // [5, path]: new generation for node(path)
         if (!ft->layout_ok) { res = -ENOSYS; break; }
         res = fn_renew(ft, it->str);
+        break;
+      case 6: // [6]: inval_inode of every node without a name
+        if (!ft->layout_ok) { res = -ENOSYS; break; }
+        res = fn_inval_nameless(ft, ch);
         break;
       default:
         res = -EINVAL;
@@ -1249,7 +1284,7 @@ static void fn_parse_item (napi_env env, napi_value arr, fn_item_t *it) {
     if (i < len) napi_get_element(env, arr, i, &el[i]);
     else napi_get_undefined(env, &el[i]);
   }
-  if (len < 2 || fn_get_i64(env, el[0], &type) != 0) return;
+  if (len < 1 || fn_get_i64(env, el[0], &type) != 0) return;
   switch (type) {
     case 0:
       if (fn_get_i64(env, el[1], &it->a) != 0 || (it->str = fn_get_str(env, el[2])) == NULL) break;
@@ -1281,6 +1316,9 @@ static void fn_parse_item (napi_env env, napi_value arr, fn_item_t *it) {
     case 5:
       if ((it->str = fn_get_str(env, el[1])) == NULL || it->str[0] != '/') break;
       it->type = 5;
+      break;
+    case 6:
+      it->type = 6;
       break;
   }
 }

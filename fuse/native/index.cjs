@@ -699,7 +699,7 @@ class Fuse extends Nanoresource {
   }
 
   // rewindfs: kernel cache invalidation. items: [0,parent,name] [1,nodeid,off,len]
-  // [2,parent,child,name] [3,path] [4,path,off,len] [5,path] (new node generation). Runs on a native notify
+  // [2,parent,child,name] [3,path] [4,path,off,len] [5,path] (new node generation) [6] (nameless nodes). Runs on a native notify
   // thread; batches are serialised. Resolves {results, ms}: per item 0,
   // 1 (skipped: nothing cached) or -errno. Never await it inside a FUSE handler.
   invalidate (items, cb) {
