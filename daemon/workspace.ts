@@ -106,9 +106,11 @@ export class Workspace {
   /** lower "dev:ino" → our ino, so hard links of the lower layer stay one inode */
   private readonly lowerKeys = new Map<string, Ino>()
   /**
-   * Hard-linked inodes written since the adapter last looked (it drains the
-   * set at flush/fsync/release to drop the kernel's cached attributes of the
-   * other names: libfuse2 gives every name its own kernel inode).
+   * Inodes written since the adapter last looked through a handle while they
+   * have names other than the handle's own (hard links, or a handle whose
+   * name was unlinked): the adapter drains the set at write, flush, fsync and
+   * release to drop the kernel's cached attributes and pages of those names
+   * (libfuse2 gives every name its own kernel inode).
    */
   readonly linkedWrites = new Set<Ino>()
 
@@ -724,7 +726,8 @@ export class Workspace {
       if (from + n === BLOCK_SIZE) this.sealBlock(m, k)
     }
     m.mtime = m.ctime = nowNs()
-    if (m.links.length > 1) this.linkedWrites.add(m.ino)
+    // other names show a stale size and mtime now: more than one name, or one name the handle is not open by
+    if (m.links.length > 1 || (m.links.length === 1 && h.path === null)) this.linkedWrites.add(m.ino)
     this.dirtyBytes += len
     if (this.dirtyDataBytes > DIRTY_DATA_LIMIT) this.sealAll()
     return len
