@@ -422,6 +422,8 @@ interface Cp {
 /** What a Lockstep needs from its mount (test/helpers/mount.ts Mounted). */
 export interface LockstepMount {
   dir: string
+  /** the store directory (the daemon leaves the outcome of an unmount in unmount.json there) */
+  store: string
   /** replaced by remount() */
   client: RewindClient
   /** clean unmount through the daemon, writing the final state back */
@@ -709,7 +711,11 @@ export class Lockstep {
     const before = manifestOf(this.mnt.root)
     const known = new Set((await this.m.client.log({})).map(c => c.id))
     await this.m.unmount(false)
+    // write-back must have written everything (else the next mount resumes instead of starting a session)
+    let outcome: any = null
+    try { outcome = JSON.parse(fs.readFileSync(path.join(this.m.store, 'unmount.json'), 'utf8')) } catch (e) { outcome = { ok: false, errors: [`unmount.json: ${(e as Error).message}`] } }
     await this.m.remount()
+    if (!outcome?.ok) return this.fail(index, op, 'writeback', null, null, [`unmount did not write every path back: ${JSON.stringify(outcome?.errors ?? outcome).slice(0, 2000)}`])
     const old = this.session++
     const got = manifestOf(this.mnt.root)
     for (const c of await this.m.client.log({})) {
