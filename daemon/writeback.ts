@@ -115,7 +115,10 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     if (!r.entries && pristine(r, rel)) return
     const abs = absOf(rel)
     const have = new Map<string, fs.BigIntStats>()
-    if (fs.existsSync(abs)) for (const name of fs.readdirSync(abs)) have.set(name, fs.lstatSync(`${abs}/${name}`, { bigint: true }))
+    // what is on disk there may not be a directory (yet): in pass 1 a file or symlink the directory
+    // replaces (frozen by the caller), nothing below it to compare or freeze
+    const dirOnDisk = fs.lstatSync(abs, { throwIfNoEntry: false })?.isDirectory() === true
+    if (dirOnDisk) for (const name of fs.readdirSync(abs)) have.set(name, fs.lstatSync(`${abs}/${name}`, { bigint: true }))
     const want = await view.children(r)
     let changed = false
     for (const [name] of have) {
@@ -173,7 +176,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
         stats.errors.push(`${crel}: ${e.code ?? ''} ${e.message}`.trim())
       }
     }
-    if (!apply && changed && fs.existsSync(abs)) {
+    if (!apply && changed && dirOnDisk) {
       // the stats taken before this walk touched the children (readlink above, freezing below)
       const listing = o.ws.lower.known(rel) ?? [...have].map(([name, hs]): LowerEntry => {
         const st = lowerStat(hs)
