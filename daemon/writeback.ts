@@ -117,7 +117,9 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     const have = new Map<string, fs.BigIntStats>()
     // what is on disk there may not be a directory (yet): in pass 1 a file or symlink the directory
     // replaces (frozen by the caller), nothing below it to compare or freeze
-    const dirOnDisk = fs.lstatSync(abs, { throwIfNoEntry: false })?.isDirectory() === true
+    // (a path the directory cannot hold, e.g. longer than PATH_MAX, reads as absent: its write fails and is reported)
+    let dirOnDisk = false
+    try { dirOnDisk = fs.lstatSync(abs, { throwIfNoEntry: false })?.isDirectory() === true } catch {}
     if (dirOnDisk) for (const name of fs.readdirSync(abs)) have.set(name, fs.lstatSync(`${abs}/${name}`, { bigint: true }))
     const want = await view.children(r)
     let changed = false
