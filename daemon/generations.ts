@@ -15,7 +15,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { CheckpointId, GenerationId, Ino } from './types.js'
-import { type InodeRecord, decodeRecord, encodeRecord, S_IFMT } from './inode.js'
+import { type InodeRecord, decodeRecord, encodeRecord, S_IFMT, S_IFDIR } from './inode.js'
 import {
   type TableNode, type TableSource, type TableSink, applyChanges, differences, loadDifferences,
   loadRoot, lookup, persist, unpersist, emptyTable, recordId
@@ -96,7 +96,7 @@ export interface RestoreIntent {
 }
 
 /** A kernel cache invalidation item (fuse/binding.ts): [3, path] entry, [4, path, 0, 0] inode, [1, 1, 0, 0] root. */
-export type InvalidationItem = [3, string] | [4, string, number, number] | [1, number, number, number]
+export type InvalidationItem = [3, string] | [4, string, number, number] | [1, number, number, number] | [5, string] | [6]
 
 /** Checkpoint tables kept in memory at most (least recently used are dropped and reload from the store). */
 const ROOTS_KEPT = 256
@@ -654,12 +654,18 @@ function sameContent (x: InodeRecord, y: InodeRecord): boolean {
  * (fuse-invalidation.md §6): an entry invalidation for every old path whose
  * inode disappears, changes type or stops being at that name; an inode
  * invalidation (attributes and pages) for every path whose inode survives
- * with changes, and for vanished ones (open fds and mmaps); the root
- * always. Inodes first, then entries deepest first.
+ * with changes, and for vanished or moved ones (open fds and mmaps); a
+ * new libfuse generation for the name of a non-directory that vanishes or
+ * moves away (so a file restored or created there later gets its own
+ * kernel inode instead of the one an old handle still holds, see
+ * fuse-native.c fn_renew); the nodes libfuse keeps without a name when a
+ * handle's name is gone (fn_inval_nameless); the root always. Inodes
+ * first, then generations, then entries deepest first.
  */
 export function invalidationItems (ws: Workspace, target: TableNode, changed: Set<Ino>): InvalidationItem[] {
   const entries = new Set<string>()
   const inodes = new Set<string>()
+  const renew = new Set<string>()
   const oldGet = (i: Ino): InodeRecord | undefined => ws.get(i)
   const newGet = (i: Ino): InodeRecord | undefined => lookup(target, i)
   const pathsOf = (get: (i: Ino) => InodeRecord | undefined, r: InodeRecord): string[] => {
@@ -678,19 +684,22 @@ export function invalidationItems (ws: Workspace, target: TableNode, changed: Se
     const oldPaths = pathsOf(oldGet, o)
     if (!n || (n.mode & S_IFMT) !== (o.mode & S_IFMT)) {
       // the name goes; its pages go too, so an fd or mmap still open on it cannot read cached bytes
-      for (const p of oldPaths) if (p !== '/') { entries.add(p); inodes.add(p) }
+      for (const p of oldPaths) if (p !== '/') { entries.add(p); inodes.add(p); if ((o.mode & S_IFMT) !== S_IFDIR) renew.add(p) }
       continue
     }
     const newPaths = new Set(pathsOf(newGet, n))
     for (const p of oldPaths) {
       if (newPaths.has(p)) inodes.add(p)
-      else if (p !== '/') entries.add(p)
+      else if (p !== '/') { entries.add(p); inodes.add(p); if ((o.mode & S_IFMT) !== S_IFDIR) renew.add(p) }
     }
   }
   const items: InvalidationItem[] = []
   const depth = (p: string): number => p.split('/').length
   // inodes first: libfuse resolves their paths through names the entry invalidations remove
   for (const p of inodes) if (p !== '/') items.push([4, p, 0, 0])
+  for (const p of renew) items.push([5, p])
+  // handles whose name is gone are out of reach by path: drop what the kernel caches for them
+  if (ws.hasNamelessHandles()) items.push([6])
   for (const p of [...entries].sort((a, b) => depth(b) - depth(a))) items.push([3, p])
   items.push([1, 1, 0, 0])
   return items

@@ -113,6 +113,17 @@ export class LowerLayer {
    */
   constructor (readonly root: string, readonly session: number, readonly frozen: Map<string, FrozenPath[]>, readonly readXattrs?: ReadXattrs) {}
 
+  /**
+   * Listings read from the live directory by this process, by path. Reading
+   * the directory changes what it shows: getdents updates the directory's
+   * atime and readlink a symlink's (relatime), so a second listing of the
+   * same path (a restore to a checkpoint where it was not listed yet, a view
+   * of such a checkpoint) would show other atimes than the first, and the
+   * restored state would not be the checkpoint's. The first listing answers
+   * every later one (O(entries listed) memory, as the records themselves).
+   */
+  private readonly listings = new Map<string, LowerEntry[]>()
+
   /** Absolute path of a workspace-relative lower path. */
   pathOf (p: string): string { return p === '' ? this.root : `${this.root}/${p}` }
 
@@ -142,16 +153,22 @@ export class LowerLayer {
       if (!f.listing) throw new FsError(EIO, `frozen lower path ${ref.p} is not a directory`)
       return f.listing
     }
+    const known = this.listings.get(ref.p)
+    if (known) return known
     const dir = this.pathOf(ref.p)
     try {
       const names = fs.readdirSync(dir)
       const out: LowerEntry[] = []
       for (const name of names) out.push(lowerEntry(dir, name, this.readXattrs))
+      this.listings.set(ref.p, out)
       return out
     } catch (e: any) {
       throw new FsError(EIO, `cannot read lower directory ${ref.p || '.'}: ${e.message}`)
     }
   }
+
+  /** The listing of lower path `p` this process read from the live directory, if it did (see `listings`). */
+  known (p: string): LowerEntry[] | undefined { return this.listings.get(p) }
 
   /** Target of a lower symlink. */
   readlink (ref: LowerRef): string {

@@ -14,9 +14,13 @@
  *   open file moves the inode to `orphans` until the last handle closes, so
  *   nothing is left in the namespace (no `.fuse_hidden*`) and checkpoints do
  *   not contain it.
- * - After a restore a handle keeps working on its inode if the inode exists
- *   in the restored state (it sees the restored content); otherwise every
- *   operation on it fails with ESTALE ("Stale file handle").
+ * - After a restore a handle keeps working on its inode if the inode is in
+ *   the restored state at the path the handle was opened by (it sees the
+ *   restored content); otherwise every operation on it fails with ESTALE
+ *   ("Stale file handle"). libfuse 2.9 knows an open file by that name, so a
+ *   handle whose name now holds another file would share the kernel's inode
+ *   (size, pages) with it. A handle whose name was unlinked (libfuse forgets
+ *   the name) keeps its inode, as natively.
  * - atime is not updated by reads (as with the noatime mount option), so
  *   reading never dirties the generation.
  */
@@ -55,7 +59,13 @@ export interface Stat {
   blksize: number; blocks: number; atime: bigint; mtime: bigint; ctime: bigint
 }
 
-interface Handle { ino: Ino, flags: number }
+/**
+ * An open file: its inode, and the path the kernel knows it by (the name it
+ * was opened by, following renames; null once that name is unlinked or
+ * replaced); stale once a restore gave that path another file or none
+ * (see markStaleHandles).
+ */
+interface Handle { ino: Ino, flags: number, path: string | null, stale?: boolean }
 
 const O_ACCMODE = 3
 const O_APPEND = fs.constants.O_APPEND
@@ -101,9 +111,11 @@ export class Workspace {
   /** lower "dev:ino" → our ino, so hard links of the lower layer stay one inode */
   private readonly lowerKeys = new Map<string, Ino>()
   /**
-   * Hard-linked inodes written since the adapter last looked (it drains the
-   * set at flush/fsync/release to drop the kernel's cached attributes of the
-   * other names: libfuse2 gives every name its own kernel inode).
+   * Inodes written since the adapter last looked through a handle while they
+   * have names other than the handle's own (hard links, or a handle whose
+   * name was unlinked): the adapter drains the set at write, flush, fsync and
+   * release to drop the kernel's cached attributes and pages of those names
+   * (libfuse2 gives every name its own kernel inode).
    */
   readonly linkedWrites = new Set<Ino>()
 
@@ -429,6 +441,7 @@ export class Workspace {
     if (ino === undefined) fail(ENOENT, `${path}: no such file`)
     if (isDir(this.must(ino))) fail(EISDIR, `${path}: is a directory`)
     this.removeEntry(dir, name)
+    this.renameHandles(path, null)
   }
 
   rmdir (path: string): void {
@@ -473,6 +486,7 @@ export class Workspace {
       if (!isDir(src) && isDir(dst)) fail(EISDIR, `${to}: is a directory`)
       if (isDir(dst) && this.entriesOf(dst).size > 0) fail(ENOTEMPTY, `${to}: directory not empty`)
       this.removeEntry(ddir0, dname)
+      this.renameHandles(to, null)
     }
     const s = this.mutable(sdir.ino)
     s.entries!.delete(sname)
@@ -483,6 +497,21 @@ export class Workspace {
     s.mtime = s.ctime = nowNs()
     this.addEntry(this.mutable(ddir0.ino), dname, c)
     c.ctime = nowNs()
+    this.renameHandles(from, to)
+  }
+
+  /**
+   * Follows a rename (to = null: an unlink or a replaced target) in the
+   * paths of open handles, as libfuse does in its node names. O(handles).
+   */
+  private renameHandles (from: string, to: string | null): void {
+    if (this.handles.size === 0) return
+    const prefix = from + '/'
+    for (const h of this.handles.values()) {
+      if (h.path === null) continue
+      if (h.path === from) h.path = to
+      else if (to !== null && h.path.startsWith(prefix)) h.path = to + h.path.slice(from.length)
+    }
   }
 
   // ---- xattrs -----------------------------------------------------------
@@ -535,13 +564,14 @@ export class Workspace {
   private handle (fh: number): Handle {
     const h = this.handles.get(fh)
     if (!h) fail(EBADF, `file handle ${fh} is not open`)
+    if (h.stale) fail(ESTALE, `file handle ${fh}: a restore moved, replaced or removed the file it was opened on`)
     return h
   }
 
-  private openIno (ino: Ino, flags: number): number {
+  private openIno (ino: Ino, flags: number, path: string): number {
     const fh = this.nextFh++
     if (this.nextFh > 0x7fffffff) this.nextFh = 1
-    this.handles.set(fh, { ino, flags })
+    this.handles.set(fh, { ino, flags, path })
     this.openCount.set(ino, (this.openCount.get(ino) ?? 0) + 1)
     return fh
   }
@@ -550,7 +580,7 @@ export class Workspace {
   open (path: string, flags: number): number {
     const r = this.must(this.resolve(path))
     if (isDir(r) && (flags & O_ACCMODE) !== 0) fail(EISDIR, `${path}: is a directory`)
-    return this.openIno(r.ino, flags)
+    return this.openIno(r.ino, flags, path)
   }
 
   /** create(2): O_EXCL is honoured when the flags are known; an existing file is opened. */
@@ -559,10 +589,10 @@ export class Workspace {
     const existing = dir.entries!.get(name)
     if (existing !== undefined) {
       if (flags & fs.constants.O_EXCL) fail(EEXIST, `${path}: file exists`)
-      return this.openIno(existing, flags)
+      return this.openIno(existing, flags, path)
     }
     const r = this.create0(path, S_IFREG | (mode & 0o7777), caller, x => { x.blocks = [] })
-    return this.openIno(r.ino, flags)
+    return this.openIno(r.ino, flags, path)
   }
 
   release (fh: number): void {
@@ -709,7 +739,8 @@ export class Workspace {
       if (from + n === BLOCK_SIZE) keepIfNoSpace(() => this.sealBlock(m, k))
     }
     m.mtime = m.ctime = nowNs()
-    if (m.links.length > 1) this.linkedWrites.add(m.ino)
+    // other names show a stale size and mtime now: more than one name, or one name the handle is not open by
+    if (m.links.length > 1 || (m.links.length === 1 && h.path === null)) this.linkedWrites.add(m.ino)
     this.dirtyBytes += len
     if (this.dirtyDataBytes > DIRTY_DATA_LIMIT) keepIfNoSpace(() => this.sealAll())
     return len
@@ -745,6 +776,12 @@ export class Workspace {
     m.mtime = m.ctime = nowNs()
   }
 
+  /** True when an open handle's name is gone (unlinked or replaced): the kernel's caches of it are out of reach by path. O(handles). */
+  hasNamelessHandles (): boolean {
+    for (const h of this.handles.values()) if (h.path === null && !h.stale) return true
+    return false
+  }
+
   /** Every open handle's ino (restore uses it to report stale handles). */
   openInodes (): Set<Ino> { return new Set(this.openCount.keys()) }
 
@@ -754,12 +791,36 @@ export class Workspace {
    * request sees a half-swapped state.
    */
   swapTo (table: TableNode): void {
+    this.markStaleHandles(table)
     this.base = table
     this.dirty.clear()
     this.dirtyData.clear()
     this.dirtyDataBytes = 0
     this.dirtyBytes = 0
     for (const ino of [...this.lowerFds.keys()]) this.closeLowerFd(ino)
+  }
+
+  /**
+   * Marks the handles whose path does not name their inode in `table`
+   * (about to be restored) stale. libfuse 2.9's high-level API gives the
+   * kernel one node per name and keeps the node of a handle's name while it
+   * is open; if the name then holds another file (now, or when one is
+   * created there later), the kernel merges the two and the old handle would
+   * read through the new file's size and pages. Such a handle answers ESTALE
+   * instead (the adapter also has libfuse renew the name's generation, see
+   * invalidationItems). A handle without a path (its name was unlinked)
+   * keeps its inode: the restored one if the restore has it, else its own
+   * (an orphan lives on); the kernel's caches of it, which no path reaches,
+   * are dropped by the [6] invalidation (hasNamelessHandles).
+   * O(handles × depth); records not loaded in `table` are unchanged by the
+   * restore (loadDifferences loaded every record that differs, and the live
+   * state equals its base here).
+   */
+  private markStaleHandles (table: TableNode): void {
+    for (const h of this.handles.values()) {
+      if (h.stale || h.path === null) continue
+      if (resolveIn(table, (ino) => this.get(ino), h.path) !== h.ino) h.stale = true
+    }
   }
 
   /** Closes lower fds (unmount). */
@@ -790,6 +851,26 @@ export function pathIn (get: (ino: Ino) => InodeRecord | undefined, ino: Ino): s
   }
   if (!cur) return null
   return '/' + parts.reverse().join('/')
+}
+
+/**
+ * The inode at `path` (absolute) in `table`, or undefined. A record not
+ * loaded in the table is taken from `live` (see markStaleHandles). A
+ * directory still lower (not listed) resolves nothing below it: its
+ * children get new inode numbers when it is listed.
+ */
+function resolveIn (table: TableNode, live: (ino: Ino) => InodeRecord | undefined, path: string): Ino | undefined {
+  const get = (ino: Ino): InodeRecord | undefined => { try { return lookup(table, ino) } catch { return live(ino) } }
+  let cur: Ino = ROOT_INO
+  for (const name of path.split('/')) {
+    if (name === '') continue
+    const r = get(cur)
+    if (!r || !r.entries) return undefined
+    const next = r.entries.get(name)
+    if (next === undefined) return undefined
+    cur = next
+  }
+  return get(cur) ? cur : undefined
 }
 
 const ZERO = Buffer.alloc(BLOCK_SIZE)

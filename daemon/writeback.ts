@@ -23,7 +23,7 @@ import type { Generations } from './generations.js'
 import type { Workspace } from './workspace.js'
 import { BLOCK_SIZE, type BlockId } from './types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
-import { type FrozenPath, type LowerEntry, lowerEntry, LowerLayer } from './lower.js'
+import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
 import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
 
@@ -71,12 +71,19 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     frozenNow.set(rel, list)
     stats.frozen++
   }
+  // the listing the session read first: reading the directory since (getdents, readlink, reads
+  // of files) changed atimes on disk, and the frozen copy must show what the session showed
   const listingOf = (rel: string): LowerEntry[] => {
+    const known = o.ws.lower.known(rel)
+    if (known) return known
     const abs = absOf(rel)
     return fs.readdirSync(abs).map(name => lowerEntry(abs, name, o.xattrs?.read))
   }
   const freezeFile = (rel: string, size: number): void => {
-    const fd = fs.openSync(absOf(rel), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+    const flags = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW
+    let fd: number
+    // O_NOATIME: freezing must not change the atime the file keeps (needs ownership or CAP_FOWNER)
+    try { fd = fs.openSync(absOf(rel), flags | fs.constants.O_NOATIME) } catch (e: any) { if (e.code !== 'EPERM') throw e; fd = fs.openSync(absOf(rel), flags) }
     const blocks: BlockId[] = []
     const buf = Buffer.allocUnsafe(BLOCK_SIZE)
     try {
@@ -100,7 +107,8 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
 
   const links = new Map<number, string>()
   const metaDiffers = (c: InodeRecord, h: fs.BigIntStats): boolean =>
-    Number(h.mode) !== c.mode || Number(h.uid) !== c.uid || Number(h.gid) !== c.gid || h.mtimeNs / 1000n !== c.mtime / 1000n
+    Number(h.mode) !== c.mode || Number(h.uid) !== c.uid || Number(h.gid) !== c.gid || h.mtimeNs / 1000n !== c.mtime / 1000n ||
+    h.atimeNs / 1000n !== c.atime / 1000n
   const pristine = (c: InodeRecord, rel: string): boolean =>
     c.lower !== undefined && c.lower.s === session && c.lower.p === rel && before.isLive(c.lower)
 
@@ -108,7 +116,12 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     if (!r.entries && pristine(r, rel)) return
     const abs = absOf(rel)
     const have = new Map<string, fs.BigIntStats>()
-    if (fs.existsSync(abs)) for (const name of fs.readdirSync(abs)) have.set(name, fs.lstatSync(`${abs}/${name}`, { bigint: true }))
+    // what is on disk there may not be a directory (yet): in pass 1 a file or symlink the directory
+    // replaces (frozen by the caller), nothing below it to compare or freeze
+    // (a path the directory cannot hold, e.g. longer than PATH_MAX, reads as absent: its write fails and is reported)
+    let dirOnDisk = false
+    try { dirOnDisk = fs.lstatSync(abs, { throwIfNoEntry: false })?.isDirectory() === true } catch {}
+    if (dirOnDisk) for (const name of fs.readdirSync(abs)) have.set(name, fs.lstatSync(`${abs}/${name}`, { bigint: true }))
     const want = await view.children(r)
     let changed = false
     for (const [name] of have) {
@@ -122,7 +135,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     for (const [name, c] of want) {
       const crel = join(rel, name)
       const cabs = `${abs}/${name}`
-      const h = have.get(name)
+      let h = have.get(name)
       const type = c.mode & S_IFMT
       const sameType = h !== undefined && (Number(h.mode) & S_IFMT) === type
       const multi = type !== S_IFDIR && c.ino !== 0 && (c.links.length > 1 || c.lowerKey !== undefined)
@@ -131,7 +144,11 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
       if (type === S_IFDIR) rewrite = !sameType
       else if (linkTo) rewrite = !(h && fs.existsSync(linkTo) && fs.lstatSync(linkTo, { bigint: true }).ino === h.ino)
       else if (type === S_IFREG) rewrite = !sameType || !pristine(c, crel)
-      else if (type === S_IFLNK) rewrite = !sameType || fs.readlinkSync(cabs) !== c.target
+      else if (type === S_IFLNK) {
+        rewrite = !sameType || fs.readlinkSync(cabs) !== c.target
+        // readlink(2) may have just set its atime (relatime): compare the attributes it has now
+        if (!rewrite) h = fs.lstatSync(cabs, { bigint: true })
+      }
       else rewrite = !sameType
       // attributes to set on a path that stays: stat fields, or xattrs (setxattr does not change mtime)
       const metaChanged = h !== undefined && (metaDiffers(c, h) || (o.xattrs !== undefined && xattrsDiffer(c, cabs, o.xattrs)))
@@ -162,7 +179,16 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
         stats.errors.push(`${crel}: ${e.code ?? ''} ${e.message}`.trim())
       }
     }
-    if (!apply && changed && fs.existsSync(abs)) freeze(rel, { listing: listingOf(rel) })
+    if (!apply && changed && dirOnDisk) {
+      // the stats taken before this walk touched the children (readlink above, freezing below)
+      const listing = o.ws.lower.known(rel) ?? [...have].map(([name, hs]): LowerEntry => {
+        const st = lowerStat(hs)
+        const x = lowerXattrs(`${abs}/${name}`, o.xattrs?.read)
+        if (x) st.xattrs = x
+        return { name, st }
+      })
+      freeze(rel, { listing })
+    }
   }
 
   const rootRec = await view.root()

@@ -103,17 +103,20 @@ export class FuseMount {
    * sleeping kernel lock and libfuse only holds its f->lock briefly, so
    * waiting for them cannot deadlock against requests waiting for
    * JavaScript; the wait is still bounded (SIBLING_WAIT_MS) in case the
-   * notify queue is busy behind a restore's batch. Data pages of the other
-   * names (fds held open or mmaps through them) are dropped as well, without
-   * waiting: page invalidation may wait for page locks of reads in flight.
+   * notify queue is busy behind a restore's batch. With `data` (the content
+   * changed: writes, truncates) the other names' pages go in the same
+   * notification, so that an fd held open on another name cannot read bytes
+   * cached before the change (the kernel reads from its page cache without
+   * asking below the cached size). Page invalidation may wait for page locks
+   * of reads in flight; libfuse's multithreaded loop and the free JavaScript
+   * thread answer those, and the wait is bounded all the same.
    */
   private answerAfterSiblings (paths: string[], data: boolean, answer: () => void): void {
     if (paths.length === 0) { answer(); return }
     let done = false
     const finish = (): void => { if (done) return; done = true; clearTimeout(timer); answer() }
     const timer = setTimeout(finish, SIBLING_WAIT_MS)
-    this.fuse.invalidate(paths.map(p => [4, p, -1, 0] as InvalidateItem)).then(finish, finish)
-    if (data) this.fuse.invalidate(paths.map(p => [4, p, 0, 0] as InvalidateItem)).catch(() => {})
+    this.fuse.invalidate(paths.map(p => [4, p, data ? 0 : -1, 0] as InvalidateItem)).then(finish, finish)
   }
 
   /** ms since the epoch when "the store's disk is full" was last logged */
@@ -149,14 +152,16 @@ export class FuseMount {
     }
     // status op that may change what other hard-link names of an inode show:
     // fn returns the paths to refresh (see answerAfterSiblings)
-    const stl = (op: string, fn: (...a: any[]) => string[]) => (...args: any[]) => {
+    // (data: the op changes content, so the other names' cached pages go too)
+    const stl = (op: string, fn: (...a: any[]) => string[], data = false) => (...args: any[]) => {
       const cb = args[args.length - 1] as (n: number) => void
       let r = 0
       let stale: string[] = []
       try { self.counts.ops++; stale = fn(...args.slice(0, -1)) } catch (e) { r = self.errno(e, op, args[0]) }
-      self.answerAfterSiblings(stale, false, () => cb(r))
+      self.answerAfterSiblings(stale, data, () => cb(r))
     }
-    // flush/fsync/release: after writes to a hard-linked inode, refresh the other names
+    // after writes to a hard-linked inode, refresh the other names (write does it at once; flush,
+    // fsync and release drain what is left)
     const afterWrites = (fh: number, p: string | null): string[] => {
       let ino: number
       try { ino = ws.handleIno(fh) } catch { return [] }
@@ -202,8 +207,8 @@ export class FuseMount {
       chmod: stl('chmod', (p: string, mode: number) => { ws.chmod(p, mode); return others(p) }),
       chown: stl('chown', (p: string, uid: number, gid: number) => { ws.chown(p, uid, gid); return others(p) }),
       utimens: stl('utimens', (p: string, a: bigint | null, m: bigint | null) => { ws.utimens(p, a, m); return others(p) }),
-      truncate: stl('truncate', (p: string, size: number) => { ws.truncate(p, size); return others(p) }),
-      ftruncate: stl('ftruncate', (p: string | null, fh: number, size: number) => { ws.ftruncate(fh, size); return ws.otherNames(ws.handleIno(fh), p) }),
+      truncate: stl('truncate', (p: string, size: number) => { ws.truncate(p, size); return others(p) }, true),
+      ftruncate: stl('ftruncate', (p: string | null, fh: number, size: number) => { ws.ftruncate(fh, size); return ws.otherNames(ws.handleIno(fh), p) }, true),
       mkdir: st('mkdir', (p: string, mode: number) => ws.mkdir(p, mode, self.caller())),
       rmdir: st('rmdir', (p: string) => ws.rmdir(p)),
       mknod: st('mknod', (p: string, mode: number, dev: number) => ws.mknod(p, mode, dev, self.caller())),
@@ -249,9 +254,15 @@ export class FuseMount {
         try { self.counts.ops++; n = ws.read(fh, buf, len, pos) } catch (e) { n = self.errno(e, 'read', p) }
         cb(n)
       },
+      // a write to a hard-linked inode (the set is empty otherwise) makes the other names' cached
+      // size, times and pages stale at once: drop them before answering, as for truncate
       write: (p: string | null, fh: number, buf: Buffer, len: number, pos: number, cb: (n: number) => void) => {
         let n: number
         try { self.counts.ops++; n = ws.write(fh, buf, len, pos) } catch (e) { n = self.errno(e, 'write', p) }
+        if (ws.linkedWrites.size !== 0 && n >= 0) {
+          const stale = afterWrites(fh, p)
+          if (stale.length !== 0) { self.answerAfterSiblings(stale, true, () => cb(n)); return }
+        }
         cb(n)
       },
       setxattr: st('setxattr', (p: string, name: string, value: Buffer, position: number, flags: number) => ws.setxattr(p, name, value, flags)),

@@ -86,6 +86,8 @@ export interface FuseContext {
  * - `[2, parentNodeid, childNodeid, name]` notify_delete
  * - `[3, path]`                    inval_entry(node(dirname(path)), basename(path)); use for paths whose existence/type changed
  * - `[4, path, off, len]`          inval_inode(node(path), off, len); use for survivors whose attrs/data changed
+ * - `[5, path]`                    a new generation for libfuse's node of path: the kernel's next lookup of the name gets a fresh inode and marks the old one (held by open handles) bad; use for names a restore takes from a non-directory
+ * - `[6]`                          inval_inode (attributes and all pages) of every node libfuse keeps without a name (files unlinked while open): no path reaches them
  * Node ids and offsets may be numbers or BigInts; paths are absolute mount paths ("/a/b").
  */
 export type InvalidateItem =
@@ -96,6 +98,8 @@ export type InvalidateItem =
   | [3, string]
   | [4, string, number | bigint, number | bigint]
   | [4, string]
+  | [5, string]
+  | [6]
 
 export interface InvalidateResult {
   /** per item: 0 = done, 1 = skipped (libfuse has no node, so nothing is cached), <0 = -errno (-ENOENT: dentry not cached, -ENOTCONN: not mounted, -ENOSYS: layout check failed, -EINVAL: bad item) */

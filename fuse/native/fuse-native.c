@@ -993,6 +993,28 @@ static int fn_check_layout (fuse_thread_t *ft) {
   return ok;
 }
 
+// Walks libfuse's name table from the root along path (absolute), stopping
+// before `stop` (a pointer into path) when given. Returns the node or NULL.
+// Caller holds f->lock.
+static struct fn_node * fn_walk_locked (struct fn_fuse_prefix *f, const char *p, const char *stop) {
+  char comp[1024];
+  struct fn_node *node = fn_get_node(f, FUSE_ROOT_ID);
+  while (node != NULL) {
+    while (*p == '/') p++;
+    if (*p == '\0') break;
+    if (stop != NULL && p >= stop) break;
+    const char *e = p;
+    while (*e && *e != '/') e++;
+    size_t n = e - p;
+    if (n >= sizeof(comp)) return NULL;
+    memcpy(comp, p, n);
+    comp[n] = '\0';
+    node = fn_lookup_node(f, node->nodeid, comp);
+    p = e;
+  }
+  return node;
+}
+
 // Resolve an absolute path to a libfuse node id, holding libfuse's own f->lock
 // (libfuse never holds it while waiting for a handler, so this cannot block on
 // JS). Returns the node id, 0 if libfuse has no node (nothing cached), or
@@ -1021,27 +1043,65 @@ static int64_t fn_resolve (fuse_thread_t *ft, const char *path, int want_parent,
   }
 
   pthread_mutex_lock(&(f->lock));
-  struct fn_node *node = fn_get_node(f, FUSE_ROOT_ID);
-  while (node != NULL) {
-    while (*p == '/') p++;
-    if (*p == '\0') break;
-    if (want_parent && p >= last) break;
-    const char *e = p;
-    while (*e && *e != '/') e++;
-    size_t n = e - p;
-    if (n >= sizeof(comp)) { node = NULL; break; }
-    memcpy(comp, p, n);
-    comp[n] = '\0';
-    node = fn_lookup_node(f, node->nodeid, comp);
-    p = e;
-  }
+  struct fn_node *node = fn_walk_locked(f, p, want_parent ? last : NULL);
   int64_t id = node != NULL ? (int64_t) node->nodeid : 0;
   pthread_mutex_unlock(&(f->lock));
   return id;
 }
 
+// rewindfs: item [5, path]. A restore that gives a name another file (or
+// none) leaves libfuse's node for that name in place while a handle is open
+// on it; the next lookup of the name would answer the same node id, and the
+// kernel would merge the new file into the inode the old handle uses (its
+// size and pages). A new generation on the node makes the kernel, at that
+// lookup, mark its old inode bad ("nodeid was reused, any I/O on the old
+// inode should fail", fuse_iget) and make a fresh one. libfuse itself only
+// copies node->generation into its replies. Returns 0, 1 when libfuse has no
+// node for the path, or -EINVAL for a malformed path.
+// Caller holds inval_lock (read) with alive && layout_ok.
+static int fn_renew (fuse_thread_t *ft, const char *path) {
+  if (path == NULL || path[0] != '/' || path[1] == '\0') return -EINVAL;
+  struct fn_fuse_prefix *f = (struct fn_fuse_prefix *) ft->fuse;
+  pthread_mutex_lock(&(f->lock));
+  struct fn_node *node = fn_walk_locked(f, path, NULL);
+  if (node != NULL) node->generation++;
+  pthread_mutex_unlock(&(f->lock));
+  return node != NULL ? 0 : 1;
+}
+
+// rewindfs: item [6]. libfuse forgets the name of a file unlinked (or
+// replaced by a rename) while a handle stays open on it, so no path reaches
+// that node any more; a restore that changes such a file must still drop the
+// kernel's attributes and pages of it. Invalidates (attributes and all pages)
+// every node libfuse holds without a name. Returns how many: O(nodes) under
+// f->lock, the notifications after it is released.
+// Caller holds inval_lock (read) with alive && layout_ok.
+static int fn_inval_nameless (fuse_thread_t *ft, struct fuse_chan *ch) {
+  struct fn_fuse_prefix *f = (struct fn_fuse_prefix *) ft->fuse;
+  size_t cap = 16, n = 0;
+  fuse_ino_t *ids = malloc(cap * sizeof(fuse_ino_t));
+  if (ids == NULL) return -ENOMEM;
+  pthread_mutex_lock(&(f->lock));
+  for (size_t h = 0; h < f->id_table.size; h++) {
+    for (struct fn_node *node = f->id_table.array[h]; node != NULL; node = node->id_next) {
+      if (node->name != NULL || node->nodeid == FUSE_ROOT_ID || node->nlookup == 0) continue;
+      if (n == cap) {
+        fuse_ino_t *more = realloc(ids, 2 * cap * sizeof(fuse_ino_t));
+        if (more == NULL) break;
+        ids = more;
+        cap *= 2;
+      }
+      ids[n++] = node->nodeid;
+    }
+  }
+  pthread_mutex_unlock(&(f->lock));
+  for (size_t i = 0; i < n; i++) fuse_lowlevel_notify_inval_inode(ch, ids[i], 0, 0);
+  free(ids);
+  return (int) n;
+}
+
 typedef struct {
-  int32_t type;   // 0..4, or -1 for a malformed item (result -EINVAL)
+  int32_t type;   // 0..6, or -1 for a malformed item (result -EINVAL)
   int64_t a;      // parent / nodeid / off
   int64_t b;      // child / off / len
   int64_t c;      // len
@@ -1098,6 +1158,14 @@ static void fn_run_items (fuse_thread_t *ft, fn_job_t *job) {
         if (id < 0) { res = (int) id; break; }
         if (id == 0) { res = 1; break; }
         res = fuse_lowlevel_notify_inval_inode(ch, (fuse_ino_t) id, (off_t) it->a, (off_t) it->b);
+        break;
+      case 5: // [5, path]: new generation for node(path)
+        if (!ft->layout_ok) { res = -ENOSYS; break; }
+        res = fn_renew(ft, it->str);
+        break;
+      case 6: // [6]: inval_inode of every node without a name
+        if (!ft->layout_ok) { res = -ENOSYS; break; }
+        res = fn_inval_nameless(ft, ch);
         break;
       default:
         res = -EINVAL;
@@ -1222,7 +1290,7 @@ static void fn_parse_item (napi_env env, napi_value arr, fn_item_t *it) {
     if (i < len) napi_get_element(env, arr, i, &el[i]);
     else napi_get_undefined(env, &el[i]);
   }
-  if (len < 2 || fn_get_i64(env, el[0], &type) != 0) return;
+  if (len < 1 || fn_get_i64(env, el[0], &type) != 0) return;
   switch (type) {
     case 0:
       if (fn_get_i64(env, el[1], &it->a) != 0 || (it->str = fn_get_str(env, el[2])) == NULL) break;
@@ -1250,6 +1318,13 @@ static void fn_parse_item (napi_env env, napi_value arr, fn_item_t *it) {
       if (len > 2 && fn_get_i64(env, el[2], &it->a) != 0) break;
       if (len > 3 && fn_get_i64(env, el[3], &it->b) != 0) break;
       it->type = 4;
+      break;
+    case 5:
+      if ((it->str = fn_get_str(env, el[1])) == NULL || it->str[0] != '/') break;
+      it->type = 5;
+      break;
+    case 6:
+      it->type = 6;
       break;
   }
 }

@@ -699,7 +699,7 @@ class Fuse extends Nanoresource {
   }
 
   // rewindfs: kernel cache invalidation. items: [0,parent,name] [1,nodeid,off,len]
-  // [2,parent,child,name] [3,path] [4,path,off,len]. Runs on a native notify
+  // [2,parent,child,name] [3,path] [4,path,off,len] [5,path] (new node generation) [6] (nameless nodes). Runs on a native notify
   // thread; batches are serialised. Resolves {results, ms}: per item 0,
   // 1 (skipped: nothing cached) or -errno. Never await it inside a FUSE handler.
   invalidate (items, cb) {
@@ -992,7 +992,8 @@ function getStatArray (stat) {
   ints[2] = (stat && stat.gid) || 0
   setDoubleInt(ints, 3, (stat && stat.size) || 0)
   ints[5] = (stat && stat.dev) || 0
-  ints[6] = (stat && stat.nlink) || 1
+  // rewindfs: nlink 0 is a real value (a file unlinked while open); 1 only when none is given
+  ints[6] = (stat && typeof stat.nlink === 'number') ? stat.nlink : 1
   ints[7] = (stat && stat.ino) || 0
   ints[8] = (stat && stat.rdev) || 0
   ints[9] = (stat && stat.blksize) || 0
