@@ -658,9 +658,10 @@ function sameContent (x: InodeRecord, y: InodeRecord): boolean {
  * new libfuse generation for the name of a non-directory that vanishes or
  * moves away (so a file restored or created there later gets its own
  * kernel inode instead of the one an old handle still holds, see
- * fuse-native.c fn_renew); the nodes libfuse keeps without a name when a
- * handle's name is gone (fn_inval_nameless); the root always. Inodes
- * first, then generations, then entries deepest first.
+ * fuse-native.c fn_renew); the same for the paths of open handles the
+ * restore cuts off (Workspace.stalePaths); the nodes libfuse keeps without
+ * a name when a handle's name is gone (fn_inval_nameless); the root always.
+ * Inodes first, then generations, then entries deepest first.
  */
 export function invalidationItems (ws: Workspace, target: TableNode, changed: Set<Ino>): InvalidationItem[] {
   const entries = new Set<string>()
@@ -693,6 +694,8 @@ export function invalidationItems (ws: Workspace, target: TableNode, changed: Se
       else if (p !== '/') { entries.add(p); inodes.add(p); if ((o.mode & S_IFMT) !== S_IFDIR) renew.add(p) }
     }
   }
+  // open handles the restore cuts off, also where their inode did not change (a file below a moved directory)
+  for (const [p, dir] of ws.stalePaths(target)) { inodes.add(p); if (!dir) renew.add(p) }
   const items: InvalidationItem[] = []
   const depth = (p: string): number => p.split('/').length
   // inodes first: libfuse resolves their paths through names the entry invalidations remove

@@ -817,10 +817,28 @@ export class Workspace {
    * state equals its base here).
    */
   private markStaleHandles (table: TableNode): void {
+    for (const h of this.handles.values()) if (this.losesPath(table, h)) h.stale = true
+  }
+
+  private losesPath (table: TableNode, h: Handle): boolean {
+    return !h.stale && h.path !== null && resolveIn(table, (ino) => this.get(ino), h.path) !== h.ino
+  }
+
+  /**
+   * The paths (as the kernel knows them: libfuse's names are not told about
+   * a restore) of the handles a swap to `table` will make stale, with
+   * whether each names a directory. The restore drops the kernel's caches
+   * of those inodes, so their next access asks and gets ESTALE, even where
+   * the inode itself did not change (a file under a directory that moved).
+   */
+  stalePaths (table: TableNode): Array<[string, boolean]> {
+    const out = new Map<string, boolean>()
     for (const h of this.handles.values()) {
-      if (h.stale || h.path === null) continue
-      if (resolveIn(table, (ino) => this.get(ino), h.path) !== h.ino) h.stale = true
+      if (!this.losesPath(table, h)) continue
+      const r = this.get(h.ino)
+      out.set(h.path!, r !== undefined && isDir(r))
     }
+    return [...out]
   }
 
   /** Closes lower fds (unmount). */
