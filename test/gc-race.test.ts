@@ -10,11 +10,8 @@
  * Either way the block must survive gc, a restart, and verify.
  */
 import t from 'tap'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import crypto from 'node:crypto'
-import { open, write, read } from './helpers/workspace.js'
+import { tempRoot, open, write, read } from './helpers/workspace.js'
 import { collectGarbage } from '../daemon/gc.js'
 import { verifyStore } from '../daemon/verify.js'
 
@@ -23,10 +20,7 @@ const BLOCK = 64 * 1024
 
 for (const when of ['during the mark', 'before gc, checkpointed during the mark'] as const) {
   t.test(`a removed checkpoint's content written again ${when} survives`, async tt => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-test-gcrace-'))
-    tt.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
-    const lowerDir = path.join(root, 'lower')
-    fs.mkdirSync(lowerDir)
+    const { root, lowerDir } = tempRoot(tt, 'rewindfs-test-gcrace-')
     const content = crypto.randomBytes(3 * BLOCK).toString('base64').slice(0, 3 * BLOCK) // whole blocks, text for read()
     let s = await open(root, lowerDir)
     const c0 = await s.gens.mark(s.ws, { label: 'empty' })
@@ -61,10 +55,7 @@ for (const when of ['during the mark', 'before gc, checkpointed during the mark'
 }
 
 t.test('a gc that fails while deleting block records leaves memory and the index in agreement; the next gc finishes the job', async tt => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-test-gcfail-'))
-  tt.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
-  const lowerDir = path.join(root, 'lower')
-  fs.mkdirSync(lowerDir)
+  const { root, lowerDir } = tempRoot(tt, 'rewindfs-test-gcfail-')
   const s = await open(root, lowerDir)
   const c0 = await s.gens.mark(s.ws, { label: 'empty' })
   write(s.ws, '/big', crypto.randomBytes(40 * BLOCK).toString('base64').slice(0, 40 * BLOCK))

@@ -6,17 +6,14 @@
  */
 import t from 'tap'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { open, write, read, me } from './helpers/workspace.js'
+import { tempRoot, open, write, read, me } from './helpers/workspace.js'
 
 const noInvalidate = async (): Promise<void> => {}
 
 t.test('checkpoint seals only what changed; restore swaps exactly and branches', async t => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-gen-'))
-  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
-  const lowerDir = path.join(root, 'lower')
-  fs.mkdirSync(path.join(lowerDir, 'src'), { recursive: true })
+  const { root, lowerDir } = tempRoot(t, 'rewindfs-gen-')
+  fs.mkdirSync(path.join(lowerDir, 'src'))
   fs.writeFileSync(path.join(lowerDir, 'src/a.txt'), 'lower a\n')
   const { ws, gens, close } = await open(root, lowerDir)
   const c1 = await gens.mark(ws, { label: 'one' })
@@ -53,10 +50,7 @@ t.test('checkpoint seals only what changed; restore swaps exactly and branches',
 })
 
 t.test('the cut is consistent: writes after the mark starts are not in it', async t => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-gen-'))
-  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
-  const lowerDir = path.join(root, 'lower')
-  fs.mkdirSync(lowerDir)
+  const { root, lowerDir } = tempRoot(t, 'rewindfs-gen-')
   const { ws, gens, close } = await open(root, lowerDir)
   write(ws, '/f', 'before')
   const pending = gens.mark(ws, {})
@@ -72,10 +66,7 @@ t.test('the cut is consistent: writes after the mark starts are not in it', asyn
 })
 
 t.test('checkpoints survive closing and reopening the store', async t => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-gen-'))
-  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
-  const lowerDir = path.join(root, 'lower')
-  fs.mkdirSync(lowerDir)
+  const { root, lowerDir } = tempRoot(t, 'rewindfs-gen-')
   let s = await open(root, lowerDir)
   write(s.ws, '/keep', 'v1')
   const c1 = await s.gens.mark(s.ws, { label: 'v1', context: { messages: ['hi'] } })
@@ -92,10 +83,7 @@ t.test('checkpoints survive closing and reopening the store', async t => {
 
 t.test('restore journal: a crash after the intent completes the restore at the next start; before it, nothing happened', async t => {
   for (const crash of ['after the intent', 'before the intent'] as const) {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-gen-'))
-    t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
-    const lowerDir = path.join(root, 'lower')
-    fs.mkdirSync(lowerDir)
+    const { root, lowerDir } = tempRoot(t, 'rewindfs-gen-')
     let s = await open(root, lowerDir)
     write(s.ws, '/f', 'one')
     const c1 = await s.gens.mark(s.ws, { label: 'one' })

@@ -3,6 +3,7 @@
  * directory, without FUSE, driven through the workspace's POSIX calls.
  */
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { StoreDb } from '../../daemon/store/db.js'
 import { BlockStore } from '../../daemon/store/blocks.js'
@@ -14,6 +15,18 @@ import { ROOT_INO, type InodeRecord } from '../../daemon/inode.js'
 
 /** The caller of every call: root. */
 export const me = { uid: 0, gid: 0 }
+
+/**
+ * A temporary directory for one test (removed in its teardown) with an empty
+ * lower directory `root/lower` in it; `prefix` names it in os.tmpdir().
+ */
+export function tempRoot (t: { teardown: (fn: () => void) => void }, prefix: string): { root: string, lowerDir: string } {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
+  const lowerDir = path.join(root, 'lower')
+  fs.mkdirSync(lowerDir)
+  return { root, lowerDir }
+}
 
 /** Opens (creating) the store in `root/store` with `lowerDir` as the lower layer; the live workspace resumes the head checkpoint. */
 export async function open (root: string, lowerDir: string): Promise<{ ws: Workspace, gens: Generations, close: () => Promise<void>, db: StoreDb, blocks: BlockStore, store: string }> {
