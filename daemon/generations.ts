@@ -11,11 +11,14 @@
  *
  * Costs: mark is O(inodes and blocks dirtied since the last checkpoint);
  * restore is O(inodes that differ) reads and kernel invalidations; neither
- * looks at unchanged inodes.
+ * looks at unchanged inodes. After the swap, restore counts the paths that
+ * differ as diff does (the directories holding changes, alongside the
+ * kernel invalidation).
  */
 import { createHash } from 'node:crypto'
-import type { CheckpointId, GenerationId, Ino } from './types.js'
-import { type InodeRecord, decodeRecord, encodeRecord, S_IFMT, S_IFDIR } from './inode.js'
+import type { BlockId, CheckpointId, GenerationId, Ino } from './types.js'
+import { type InodeRecord, decodeRecord, encodeRecord, S_IFMT, S_IFDIR, S_IFREG } from './inode.js'
+import type { LowerLayer } from './lower.js'
 import {
   type TableNode, type TableSource, type TableSink, applyChanges, differences, loadDifferences,
   loadRoot, lookup, persist, unpersist, emptyTable, recordId
@@ -397,6 +400,16 @@ export class Generations implements TableSource {
     return changed.size
   }
 
+  /**
+   * True when the live state has changes a restore must checkpoint first:
+   * it is dirty, and not only because lower directories were listed
+   * (Workspace.onlyListed) over a base that is the head checkpoint itself.
+   */
+  private unsaved (ws: Workspace): boolean {
+    if (!this.isDirty(ws)) return false
+    return !(this.baseIsHead(ws) && ws.onlyListed())
+  }
+
   /** True when the live generation has changes since its base checkpoint. */
   isDirty (ws: Workspace): boolean {
     if (ws.dirty.size > 0) return true
@@ -431,7 +444,7 @@ export class Generations implements TableSource {
       const t0 = performance.now()
       const label = `before restore to ${id}`
       let saved: CheckpointId | null = null
-      if (this.isDirty(ws)) saved = (await this.mark0(ws, { label })).id
+      if (this.unsaved(ws)) saved = (await this.mark0(ws, { label })).id
       const cp = this.checkpoint(id)
       const target = await this.tableOf(id)
       await loadDifferences(this, ws.base, target, this.nodes, this.records)
@@ -442,7 +455,7 @@ export class Generations implements TableSource {
       // meanwhile).
       let journaled = false
       for (;;) {
-        if (this.isDirty(ws)) {
+        if (this.unsaved(ws)) {
           saved = (await this.mark0(ws, { label })).id
           await loadDifferences(this, ws.base, target, this.nodes, this.records)
           continue
@@ -453,8 +466,12 @@ export class Generations implements TableSource {
         journaled = true
       }
       // --- from here synchronous until the swap
-      const changed = differences(ws.base, target)
-      const items = invalidationItems(ws, target, changed)
+      // what is still dirty only lists lower directories (see unsaved): the swap drops those
+      // records, and the kernel may hold their paths with their inode numbers
+      const listed = [...ws.dirty.keys()]
+      const before = ws.base
+      const changed = differences(before, target)
+      const items = invalidationItems(ws, target, changed, listed)
       ws.swapTo(target)
       this.inodes = cp.inodes
       this.switchToBranchFrom(cp)
@@ -467,8 +484,11 @@ export class Generations implements TableSource {
       const committed = batch.write({ sync: false }).catch(() => {
         // written by the next mark, fsync or state save (writeState deletes the intent while it is open)
       })
-      await Promise.all([committed, invalidate(items)])
-      return { checkpoint: id, branch: this.state.branch, changed: changed.size, ms: performance.now() - t0, saved }
+      // the count of changed paths: as diff lists them (inodes are no measure across mount
+      // sessions, where the same unchanged file has another inode in each)
+      const count = this.diffTables(ws, before, target, false).then(d => d.length, () => changed.size)
+      const [, , n] = await Promise.all([committed, invalidate(items), count])
+      return { checkpoint: id, branch: this.state.branch, changed: n, ms: performance.now() - t0, saved }
     })
   }
 
@@ -549,9 +569,15 @@ export class Generations implements TableSource {
    */
   async diff (ws: Workspace, a: CheckpointId, b?: CheckpointId): Promise<DiffEntry[]> {
     const ta = await this.tableOf(a)
-    const tb = b === undefined ? applyChanges(ws.base, ws.dirty) : await this.tableOf(b)
+    const live = b === undefined
+    const tb = live ? applyChanges(ws.base, ws.dirty) : await this.tableOf(b)
     await loadDifferences(this, ws.base, ta, this.nodes, this.records)
     await loadDifferences(this, ws.base, tb, this.nodes, this.records)
+    return await this.diffTables(ws, ta, tb, live)
+  }
+
+  /** diff between two tables; `live`: tb is the live state (its unsealed writes count). */
+  private async diffTables (ws: Workspace, ta: TableNode, tb: TableNode, live: boolean): Promise<DiffEntry[]> {
     await loadDifferences(this, ta, tb, this.nodes, this.records)
     const va = new TreeView(this, ws, ta)
     const vb = new TreeView(this, ws, tb)
@@ -576,10 +602,10 @@ export class Generations implements TableSource {
     }
     const walk = async (x: InodeRecord, y: InodeRecord, p: string): Promise<void> => {
       const isDir = (x.mode & S_IFMT) === 0o040000
-      if (sameRecord(x, y) && !(isDir && (below.has(x.ino) || below.has(y.ino)))) return
+      if (sameRecord(ws.lower, x, y) && !(isDir && (below.has(x.ino) || below.has(y.ino)))) return
       if ((x.mode & S_IFMT) !== (y.mode & S_IFMT)) { out.push({ path: p || '/', change: 'type' }); return }
       if (!isDir) {
-        if (!sameContent(x, y)) out.push({ path: p, change: 'modified' })
+        if (!sameContent(ws, x, y, false, live)) out.push({ path: p, change: 'modified' })
         else if (!sameMeta(x, y)) out.push({ path: p, change: 'meta' })
         return
       }
@@ -620,13 +646,40 @@ function ranges (ids: number[]): string {
   return out.length > 10 ? `${out.slice(0, 5).join(', ')}, ..., ${out.slice(-3).join(', ')}` : out.join(', ')
 }
 
-/** Same record: one object, one persisted id, or the same untouched lower entry. */
-function sameRecord (x: InodeRecord, y: InodeRecord): boolean {
+/** Same record: one object, one persisted id, or the same lower entry (see sameLower). */
+function sameRecord (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean {
   if (x === y) return true
   const ix = recordId(x)
   if (ix !== 0 && ix === recordId(y)) return true
-  return x.lower !== undefined && y.lower !== undefined && x.lower.s === y.lower.s && x.lower.p === y.lower.p &&
-    !x.entries && !y.entries && !x.blocks && !y.blocks && sameMeta(x, y)
+  return x.lower !== undefined && y.lower !== undefined && !x.entries && !y.entries && !x.blocks && !y.blocks &&
+    (x.mode & S_IFMT) === (y.mode & S_IFMT) && x.size === y.size && sameMeta(x, y) && sameLower(lower, x, y)
+}
+
+/**
+ * True when two lower references (file content or a directory's listing)
+ * name the same thing. References of one mount session do when they name
+ * one path. Every mount session reads the directory as a new lower layer,
+ * so after an unmount and a remount the same unchanged file is `{s: 1, p}`
+ * in the old records and `{s: 2, p}` in the new ones. Two sessions' references
+ * to one path name the same thing when no write-back changed the path in
+ * between: write-back freezes a path before it changes it (for every
+ * session up to its own, daemon/writeback.ts), so that is when both resolve
+ * to the same frozen copy, or both to the directory as it is now
+ * (LowerLayer.frozenFor). For files one more condition: the two records
+ * agree on mtime or on ctime (write-back that sets only a file's attributes
+ * changes its ctime; when the mtime was changed too, a file with the same
+ * bytes is reported modified: the references cannot tell). Edits made to the directory while it was not mounted
+ * are outside what rewindfs versions: both references then read the edited
+ * bytes, the old ones are gone. Through this rule such an edit shows as
+ * changed content (a size that differs always does), unless it set the mtime
+ * back too; then only what else differs (mode, owner, ...) shows.
+ */
+function sameLower (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean {
+  const a = x.lower!; const b = y.lower!
+  if (a.p !== b.p) return false
+  if (a.s === b.s) return true
+  if (lower.frozenFor(a) !== lower.frozenFor(b)) return false
+  return (x.mode & S_IFMT) !== S_IFREG || x.mtime === y.mtime || x.ctime === y.ctime
 }
 
 /** Same attributes for diff: atime is left out (reading the lower layer can move it; it is restored all the same). */
@@ -641,12 +694,66 @@ function sameXattrs (a: Record<string, Uint8Array> | undefined, b: Record<string
   return ka.every(k => b![k] !== undefined && Buffer.compare(a![k], b![k]) === 0)
 }
 
-function sameContent (x: InodeRecord, y: InodeRecord): boolean {
-  if (x.size !== y.size || x.target !== y.target) return false
-  if (x.lower || y.lower) return x.lower?.s === y.lower?.s && x.lower?.p === y.lower?.p && !x.blocks === !y.blocks
-  if (x.blocks && y.blocks) return x.blocks.length === y.blocks.length && x.blocks.every((b, i) => b === y.blocks![i])
-  if (x.entries && y.entries) return x.entries.size === y.entries.size && [...x.entries].every(([n, i]) => y.entries!.get(n) === i)
+/** Bytes compared per read when diff compares file content byte by byte. */
+const COMPARE_CHUNK = 1 << 20
+
+/**
+ * Content of two non-directory records for diff: the content of files, the
+ * target of symlinks, the device number of devices. `xLive`/`yLive` say
+ * whether a record is of the live state (its unsealed writes count).
+ *
+ * A file's content is known as a block list (its own, or the frozen copy its
+ * lower reference resolves to) or as a file of the lower directory. Rules,
+ * cheapest first:
+ *  - other size: different;
+ *  - both lower references (not written through the mount since) that
+ *    sameLower finds the same: equal;
+ *  - both block lists, no unsealed writes: equal lists are equal content
+ *    (blocks are content-addressed and deduplicated byte for byte, holes are 0);
+ *  - otherwise (a block list against a lower file, e.g. a file edited in one
+ *    session and read back from the directory after its write-back in the
+ *    next; unsealed writes; lists that differ): other mtime (ns) is reported
+ *    as different content without reading; the same mtime compares the bytes,
+ *    which is O(size) and stops at the first difference. So a file rewritten
+ *    with other bytes of the same size and its mtime set back (touch -d) is
+ *    still modified, and one written back with the bytes it had is not. A
+ *    lower file that cannot be read counts as different.
+ */
+function sameContent (ws: Workspace, x: InodeRecord, y: InodeRecord, xLive: boolean, yLive: boolean): boolean {
+  if (x.size !== y.size || x.target !== y.target || x.rdev !== y.rdev) return false
+  if ((x.mode & S_IFMT) !== S_IFREG) return true
+  const xd = xLive ? unsealed(ws, x) : false
+  const yd = yLive ? unsealed(ws, y) : false
+  if (x.lower && y.lower && !x.blocks && !y.blocks && sameLower(ws.lower, x, y)) return true
+  const bx = blocksOf(ws.lower, x); const by = blocksOf(ws.lower, y)
+  if (bx && by && !xd && !yd && bx.length === by.length && bx.every((b, i) => b === by[i])) return true
+  if (x.mtime !== y.mtime) return false
+  if (x.size === 0) return true
+  const a = Buffer.allocUnsafe(Math.min(COMPARE_CHUNK, x.size)); const b = Buffer.allocUnsafe(a.length)
+  try {
+    for (let pos = 0; pos < x.size; pos += a.length) {
+      const n = Math.min(a.length, x.size - pos)
+      ws.readRecord(x, a, n, pos, xd)
+      ws.readRecord(y, b, n, pos, yd)
+      if (!a.subarray(0, n).equals(b.subarray(0, n))) return false
+    }
+  } catch {
+    return false
+  }
   return true
+}
+
+/** True when `r` is the live record of its inode and has writes not sealed into blocks yet. */
+function unsealed (ws: Workspace, r: InodeRecord): boolean {
+  if (r.ino === 0 || !r.blocks) return false
+  return (ws.dirtyData.get(r.ino)?.size ?? 0) > 0 && ws.get(r.ino) === r
+}
+
+/** The block list of a file record: its own, the frozen copy its lower reference resolves to, or undefined (a lower file). */
+function blocksOf (lower: LowerLayer, r: InodeRecord): BlockId[] | undefined {
+  if (r.blocks) return r.blocks
+  if (!r.lower) return []
+  return lower.frozenFor(r.lower)?.blocks
 }
 
 /**
@@ -663,7 +770,7 @@ function sameContent (x: InodeRecord, y: InodeRecord): boolean {
  * a name when a handle's name is gone (fn_inval_nameless); the root always.
  * Inodes first, then generations, then entries deepest first.
  */
-export function invalidationItems (ws: Workspace, target: TableNode, changed: Set<Ino>): InvalidationItem[] {
+export function invalidationItems (ws: Workspace, target: TableNode, changed: Set<Ino>, listed: Ino[] = []): InvalidationItem[] {
   const entries = new Set<string>()
   const inodes = new Set<string>()
   const renew = new Set<string>()
@@ -678,21 +785,29 @@ export function invalidationItems (ws: Workspace, target: TableNode, changed: Se
     if (r.ino === 1) out.push('/')
     return out
   }
-  for (const ino of changed) {
+  const swap = (ino: Ino, n: InodeRecord | undefined): void => {
     const o = oldGet(ino)
-    if (!o) continue
-    const n = newGet(ino)
+    if (!o) return
     const oldPaths = pathsOf(oldGet, o)
     if (!n || (n.mode & S_IFMT) !== (o.mode & S_IFMT)) {
       // the name goes; its pages go too, so an fd or mmap still open on it cannot read cached bytes
       for (const p of oldPaths) if (p !== '/') { entries.add(p); inodes.add(p); if ((o.mode & S_IFMT) !== S_IFDIR) renew.add(p) }
-      continue
+      return
     }
     const newPaths = new Set(pathsOf(newGet, n))
     for (const p of oldPaths) {
       if (newPaths.has(p)) inodes.add(p)
       else if (p !== '/') { entries.add(p); inodes.add(p); if ((o.mode & S_IFMT) !== S_IFDIR) renew.add(p) }
     }
+  }
+  for (const ino of changed) swap(ino, newGet(ino))
+  // records only listing made (not in the base table, or a listed directory the base has unlisted):
+  // the kernel knows their paths with these inode numbers; a new one is in no checkpoint
+  for (const ino of listed) {
+    if (changed.has(ino)) continue
+    let b: InodeRecord | undefined
+    try { b = lookup(ws.base, ino) } catch {}
+    swap(ino, b)
   }
   // open handles the restore cuts off, also where their inode did not change (a file below a moved directory)
   for (const [p, dir] of ws.stalePaths(target)) { inodes.add(p); if (!dir) renew.add(p) }

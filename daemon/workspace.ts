@@ -140,17 +140,57 @@ export class Workspace {
     return r
   }
 
-  /** A record this generation may change: cloned from the sealed one on first change. */
-  mutable (ino: Ino): InodeRecord {
+  /**
+   * A record this generation may change: cloned from the sealed one on first
+   * change. `listing` is true only where a lower directory is listed into
+   * records (listed, fromLower); every other caller changes the record.
+   */
+  mutable (ino: Ino, listing = false): InodeRecord {
     const d = this.dirty.get(ino)
-    if (d) return d
+    if (d) { if (!listing) this.listedOnly.delete(d); return d }
     const o = this.orphans.get(ino)
     if (o) return o
     const r = lookup(this.base, ino)
     if (!r) fail(ESTALE, `inode ${ino} no longer exists`)
     const c = cloneRecord(r)
     this.dirty.set(ino, c)
+    if (listing) this.listedOnly.add(c)
     return c
+  }
+
+  /**
+   * Dirty records that listing lower directories made and nothing changed
+   * since: a listed directory's record, the records of its children. They
+   * change nothing the workspace shows (see onlyListed).
+   */
+  private readonly listedOnly = new WeakSet<InodeRecord>()
+
+  /**
+   * True when the changes of this generation (over `base`) only list lower
+   * directories: no write, no unsealed data, no record changed otherwise.
+   * Then the live state shows exactly what `base` shows, and a restore has
+   * nothing to save first. Each record is also checked against its base
+   * record (same attributes and content source), so that a change made
+   * without mutable() is never taken for a listing. O(dirty).
+   */
+  onlyListed (): boolean {
+    for (const m of this.dirtyData.values()) if (m.size > 0) return false
+    for (const [ino, r] of this.dirty) {
+      if (r === null || !this.listedOnly.has(r) || r.blocks !== undefined) return false
+      let b: InodeRecord | undefined
+      try { b = lookup(this.base, ino) } catch { return false }
+      if (b === undefined) {
+        // a child record made by the listing: a file's content is still lower (a directory may be listed too)
+        if (isFile(r) && r.lower === undefined) return false
+        continue
+      }
+      if (b.mode !== r.mode || b.uid !== r.uid || b.gid !== r.gid || b.size !== r.size || b.mtime !== r.mtime || b.ctime !== r.ctime ||
+        b.atime !== r.atime || b.target !== r.target || b.rdev !== r.rdev || b.blocks !== undefined || b.xattrs !== r.xattrs &&
+        !(b.xattrs && r.xattrs && Object.keys(b.xattrs).length === Object.keys(r.xattrs).length && Object.keys(b.xattrs).every(k => b!.xattrs![k] === r.xattrs![k]))) return false
+      // a directory listed now (it had no entries), or a lower hard link that gained a name the listing found
+      if (isDir(r) ? b.entries !== undefined || r.entries === undefined : b.lower?.p !== r.lower?.p || b.lower?.s !== r.lower?.s) return false
+    }
+    return true
   }
 
   private allocIno (): Ino {
@@ -177,7 +217,7 @@ export class Workspace {
       // a lower hard link: its other names join this inode when their directories are listed
       const known = this.lowerKeys.get(st.key)
       if (known !== undefined && this.get(known)) {
-        const k = this.mutable(known)
+        const k = this.mutable(known, true)
         k.links.push([dir.ino, e.name])
         if (k.unseen) k.unseen--
         return k
@@ -186,13 +226,14 @@ export class Workspace {
     const r = recordOfLower(this.lower, this.allocIno(), dir.ino, dir.lower!, e)
     if (r.lowerKey) this.lowerKeys.set(r.lowerKey, r.ino)
     this.dirty.set(r.ino, r)
+    this.listedOnly.add(r)
     return r
   }
 
   /** Lists a directory still in the lower layer into records (once per directory). */
   private listed (r: InodeRecord): InodeRecord {
     if (r.entries || !isDir(r)) return r
-    const m = this.mutable(r.ino)
+    const m = this.mutable(r.ino, true)
     if (m.entries) return m
     const ref = m.lower!
     const entries = new Map<string, Ino>()
