@@ -260,7 +260,7 @@ export function program (): Command {
     .action(async (id: string, o: { workspace?: string, json?: boolean }) => {
       const r = await withClient(o, async c => await c.restore({ id: parseId(id) }))
       if (o.json) console.log(JSON.stringify(r))
-      else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} inodes changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${r.saved !== null ? `; the unsaved changes it replaced are checkpoint #${r.saved}` : ''}`)
+      else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${r.saved !== null ? `; the unsaved changes it replaced are checkpoint #${r.saved}` : ''}`)
     })
 
   p.command('show').addOption(ws).argument('<ref>', 'ID:PATH, a file at a checkpoint')

@@ -47,7 +47,7 @@ export interface RestoreInfo {
   checkpoint: CheckpointId
   /** the new branch the workspace continues on */
   branch: string
-  /** number of inodes that differed and were swapped */
+  /** number of paths that differ between the state before the restore and the checkpoint (as diff lists them) */
   changed: number
   /** time the restore took inside the daemon, including kernel cache invalidation, ms */
   ms: number

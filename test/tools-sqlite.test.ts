@@ -224,7 +224,7 @@ t.test('sqlite WAL: concurrent writers and readers through the mount, a cut mid-
 
   // the cuts taken mid-write: sqlite recovers each from its WAL
   for (const mid of mids) {
-    const r = await times.time(`restore #${mid.id} (mid-write, round ${mid.round})`, async () => await m.client.restore({ id: mid.id }), i => `daemon ${i.ms.toFixed(1)} ms, ${i.changed} inodes changed`)
+    const r = await times.time(`restore #${mid.id} (mid-write, round ${mid.round})`, async () => await m.client.restore({ id: mid.id }), i => `daemon ${i.ms.toFixed(1)} ms, ${i.changed} paths changed`)
     t.ok(r.changed > 0, `restore to the mid-write checkpoint #${mid.id} changed ${r.changed} inodes`)
     // before anything opens the database (the last connection to close folds the WAL in and deletes it)
     t.ok(fs.existsSync(`${db}-wal`) && fs.statSync(`${db}-wal`).size > 0, 'the mid-write checkpoint holds a WAL file (the cut is inside WAL traffic)')

@@ -148,7 +148,7 @@ export async function markWithManifest (m: Mounted, label: string, times: Timing
 
 /** Restores `to` and asserts the workspace's manifest equals the one taken at its mark. */
 export async function restoreAndCompare (t: Test, m: Mounted, to: Marked, times: Timings, why: string): Promise<void> {
-  const r = await times.time(`restore #${to.id} (${why})`, async () => await m.client.restore({ id: to.id }), i => `daemon ${i.ms.toFixed(1)} ms, ${i.changed} inodes changed`)
+  const r = await times.time(`restore #${to.id} (${why})`, async () => await m.client.restore({ id: to.id }), i => `daemon ${i.ms.toFixed(1)} ms, ${i.changed} paths changed`)
   t.ok(r.changed > 0 || why === 'no change', `restore #${to.id} (${why}) changed ${r.changed} inodes`)
   const after = await times.time(`manifest after restore #${to.id}`, async () => await manifest(m.dir))
   const d = manifestDiff(to.good.lines, after.lines)
