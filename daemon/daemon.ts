@@ -196,7 +196,15 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
           log(`rewindfs: write-back into ${o.dir} failed for ${r.errors.length} paths; the store keeps the final state as checkpoint ${state.head} and the next mount resumes from it:\n  ${r.errors.slice(0, 20).join('\n  ')}`)
         }
       } else {
-        log(`rewindfs: discarded; ${o.dir} holds its original content`)
+        // the directory keeps the session's lower content: frozen too, for the checkpoints made meanwhile
+        try {
+          const r = await writeBack({ ws, gens, db, blocks, dir: o.dir, dirFd, log, xattrs: xattrIo, apply: false })
+          log(`rewindfs: discarded; ${o.dir} holds its original content (${r.frozen} paths frozen)`)
+          state.session++
+        } catch (e: any) {
+          // the next mount goes on in this session, reading the directory (as before freezing existed)
+          log(`rewindfs: discarded; ${o.dir} holds its original content, but freezing it failed (${e.message}): the checkpoints of this session read it from the directory, so edit it only through a mount`)
+        }
         state.mounted = false
       }
       await gens.saveState(ws)

@@ -13,6 +13,7 @@
  * to the frozen copy from then on (see FrozenPath).
  */
 import fs from 'node:fs'
+import { execFileSync } from 'node:child_process'
 import type { BlockId } from './types.js'
 import { type InodeRecord, type LowerRef, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { FsError, EIO } from './errno.js'
@@ -85,6 +86,78 @@ export interface FrozenPath {
   listing?: LowerEntry[]
   blocks?: BlockId[]
   target?: string
+}
+
+/**
+ * True when two frozen copies hold the same thing: the same block ids (blocks
+ * are content-addressed, so equal ids are equal bytes), the same symlink
+ * target, or listings with the same names and every LowerStat field equal
+ * (times to the ns, xattr bytes). Ranges are not compared.
+ */
+export function sameFrozen (a: Omit<FrozenPath, 'from' | 'to'>, b: Omit<FrozenPath, 'from' | 'to'>): boolean {
+  if (a.target !== b.target) return false
+  if ((a.blocks === undefined) !== (b.blocks === undefined) || (a.listing === undefined) !== (b.listing === undefined)) return false
+  if (a.blocks && b.blocks && (a.blocks.length !== b.blocks.length || a.blocks.some((id, i) => id !== b.blocks![i]))) return false
+  if (a.listing && b.listing) {
+    if (a.listing.length !== b.listing.length) return false
+    for (let i = 0; i < a.listing.length; i++) {
+      const x = a.listing[i]!
+      const y = b.listing[i]!
+      if (x.name !== y.name || !sameLowerStat(x.st, y.st)) return false
+    }
+  }
+  return true
+}
+
+function sameLowerStat (x: LowerStat, y: LowerStat): boolean {
+  if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid || x.rdev !== y.rdev || x.size !== y.size || x.nlink !== y.nlink || x.key !== y.key) return false
+  if (x.atime !== y.atime || x.mtime !== y.mtime || x.ctime !== y.ctime) return false
+  const xn = Object.keys(x.xattrs ?? {}).sort()
+  const yn = Object.keys(y.xattrs ?? {}).sort()
+  if (xn.join('\0') !== yn.join('\0')) return false
+  return xn.every(n => Buffer.from(x.xattrs![n]!).equals(Buffer.from(y.xattrs![n]!)))
+}
+
+/** Debian's python3 when present (as daemon/materialize.ts). */
+const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
+
+/**
+ * Lists every directory below `root` (bytes as hex, so no name is lost to
+ * decoding) through fds opened with O_NOATIME: getdents on such an fd does not
+ * touch the directory's atime (Linux file_accessed), which Node's readdir
+ * cannot avoid. Falls back to a plain open where O_NOATIME is refused (EPERM:
+ * not the owner and no CAP_FOWNER).
+ */
+const LIST_TREE = `import os,sys,json
+root=os.fsencode(sys.argv[1]); out={}; stack=[b'']
+F=os.O_RDONLY|os.O_DIRECTORY|os.O_NOFOLLOW
+while stack:
+ rel=stack.pop(); p=root+b'/'+rel if rel else root
+ try:
+  try: fd=os.open(p,F|os.O_NOATIME)
+  except PermissionError: fd=os.open(p,F)
+ except OSError: continue
+ try:
+  names=[os.fsencode(n) for n in os.listdir(fd)]
+  out[rel.hex()]=[n.hex() for n in names]
+  for n in names:
+   try:
+    if os.stat(n,dir_fd=fd,follow_symlinks=False).st_mode&0o170000==0o040000: stack.append(rel+b'/'+n if rel else n)
+   except OSError: pass
+ finally: os.close(fd)
+json.dump(out,sys.stdout)
+`
+
+/**
+ * The names in every directory below `root` (workspace-relative paths, ''
+ * for `root` itself), read without changing any directory's atime (one
+ * python3 process, see LIST_TREE). Names are decoded as UTF-8 like Node's
+ * readdir. Throws when python3 fails.
+ */
+export function listTreeNoAtime (root: string): Map<string, string[]> {
+  const raw = JSON.parse(execFileSync(PYTHON, ['-c', LIST_TREE, root], { maxBuffer: 1024 * 1024 * 1024 }).toString()) as Record<string, string[]>
+  const dec = (hex: string): string => Buffer.from(hex, 'hex').toString('utf8')
+  return new Map(Object.entries(raw).map(([rel, names]) => [dec(rel), names.map(dec)]))
 }
 
 /** Converts Node's bigint lstat to LowerStat. */

@@ -23,7 +23,7 @@ import type { Generations } from './generations.js'
 import type { Workspace } from './workspace.js'
 import { BLOCK_SIZE, type BlockId } from './types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
-import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, LowerLayer } from './lower.js'
+import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, sameFrozen, listTreeNoAtime, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
 import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
 
@@ -43,11 +43,23 @@ export interface WriteBackOptions {
    * xattrs they had; without it xattrs on disk are left as they are
    */
   xattrs?: XattrIo
+  /**
+   * false for an unmount that discards the session (the directory keeps its
+   * content): only the freezing runs, nothing in the directory is changed
+   * (default true)
+   */
+  apply?: boolean
 }
 
 const ZERO = Buffer.alloc(BLOCK_SIZE)
 
-/** Writes the live state (sealed by the caller) back into the directory. */
+/**
+ * Writes the live state (sealed by the caller) back into the directory, after
+ * freezing everything the directory holds for this and earlier sessions
+ * (pass 1). Returns the counts of paths written, removed and frozen, and the
+ * paths whose write failed (each "path: reason"). Throws when freezing fails
+ * (the directory is unchanged then; a StoreNoSpaceError when the store is full).
+ */
 export async function writeBack (o: WriteBackOptions): Promise<{ written: number, removed: number, frozen: number, errors: string[] }> {
   o.blocks.recheck() // hash every block again before its bytes reach the directory
   const session = o.gens.state.session
@@ -66,18 +78,25 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     const list = o.ws.lower.frozen.get(rel) ?? []
     const from = list.reduce((m, x) => Math.max(m, x.to), 0) + 1
     if (from > session) return // already frozen for this session
-    list.push({ from, to: session, ...f })
+    const last = list.find(x => x.to === from - 1)
+    // the same content as the copy of the sessions just before: one copy answers them all
+    if (last !== undefined && sameFrozen(last, f)) last.to = session
+    else list.push({ from, to: session, ...f })
     o.ws.lower.frozen.set(rel, list)
     frozenNow.set(rel, list)
     stats.frozen++
   }
+  const frozenThisSession = (rel: string): boolean => o.ws.lower.frozenFor({ s: session, p: rel }) !== undefined
   // the listing the session read first: reading the directory since (getdents, readlink, reads
   // of files) changed atimes on disk, and the frozen copy must show what the session showed
+  // the names of directories the session never listed, read once without changing their atimes
+  let names: Map<string, string[]> | undefined
   const listingOf = (rel: string): LowerEntry[] => {
     const known = o.ws.lower.known(rel)
     if (known) return known
     const abs = absOf(rel)
-    return fs.readdirSync(abs).map(name => lowerEntry(abs, name, o.xattrs?.read))
+    names ??= listTreeNoAtime(root)
+    return (names.get(rel) ?? fs.readdirSync(abs)).map(name => lowerEntry(abs, name, o.xattrs?.read))
   }
   const freezeFile = (rel: string, size: number): void => {
     const flags = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW
@@ -95,14 +114,22 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     } finally { fs.closeSync(fd) }
     freeze(rel, { blocks })
   }
+  // atimes the freezing itself changed on disk (readlink, a read where O_NOATIME is refused), set back before pass 2
+  const restoreTimes: TimeBatch = []
   const freezeTree = (rel: string): void => {
-    const st = fs.lstatSync(absOf(rel))
+    const abs = absOf(rel)
+    const st = fs.lstatSync(abs, { bigint: true })
+    const done = frozenThisSession(rel)
     if (st.isDirectory()) {
-      const listing = listingOf(rel)
-      freeze(rel, { listing })
+      const listing = done ? o.ws.lower.frozenFor({ s: session, p: rel })!.listing ?? [] : listingOf(rel)
+      if (!done) freeze(rel, { listing })
       for (const e of listing) freezeTree(join(rel, e.name))
-    } else if (st.isFile()) freezeFile(rel, st.size)
-    else if (st.isSymbolicLink()) freeze(rel, { target: fs.readlinkSync(absOf(rel)) })
+    } else if (done) return
+    else if (st.isFile()) freezeFile(rel, Number(st.size))
+    else if (st.isSymbolicLink()) freeze(rel, { target: fs.readlinkSync(abs) })
+    else return
+    const after = fs.lstatSync(abs, { bigint: true })
+    if (after.atimeNs !== st.atimeNs) restoreTimes.push([abs, st.atimeNs.toString(), st.mtimeNs.toString()])
   }
 
   const links = new Map<number, string>()
@@ -192,7 +219,13 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
   }
 
   const rootRec = await view.root()
-  await walk(rootRec, '', false)
+  const apply = o.apply ?? true
+  if (apply) await walk(rootRec, '', false)
+  // the rest of the directory too: once the daemon is gone the directory is the user's again, and
+  // an edit there must not change what a checkpoint of this session restores (copies of content
+  // frozen before are shared: blocks are deduplicated and unchanged copies extend their range)
+  freezeTree('')
+  await setTimes(restoreTimes)
   if (frozenNow.size > 0) {
     await o.blocks.sync()
     const batch = o.db.batch()
@@ -200,6 +233,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     for (const [rel, list] of frozenNow) batch.put('lower', rel, list)
     await batch.write({ sync: true })
   }
+  if (!apply) return stats
   await walk(rootRec, '', true)
   applyMeta(rootRec, root, times, o.xattrs, true)
   await setTimes(times)

@@ -1,0 +1,125 @@
+/**
+ * Edits to the workspace directory while it is not mounted. Once the daemon
+ * is gone the directory is the user's again: files are rewritten, removed,
+ * shortened, directories deleted, links retargeted. None of that may change
+ * what an earlier checkpoint restores: unmount freezes every path the
+ * directory holds into the store (daemon/writeback.ts), after a write-back
+ * and after a discard alike. Each checkpoint is compared with an independent
+ * manifest (scripts/manifest.sh: path, type, mode, owner, size, mtime,
+ * sha256, link target) taken when it was marked.
+ */
+import t from 'tap'
+import fs from 'node:fs'
+import path from 'node:path'
+import crypto from 'node:crypto'
+import { execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { mountWorkspace } from './helpers/mount.js'
+import { verifyStore } from '../daemon/verify.js'
+import { StoreDb } from '../daemon/store/db.js'
+import type { FrozenPath } from '../daemon/lower.js'
+
+const MANIFEST = fileURLToPath(new URL('../../scripts/manifest.sh', import.meta.url))
+const manifest = (dir: string): string => execFileSync('bash', [MANIFEST, dir], { maxBuffer: 64 * 1024 * 1024 }).toString()
+
+/**
+ * The number of frozen copies in a stopped store, over all paths but the
+ * symlink and the directory holding it: reading a symlink sets its atime,
+ * which write-back and freezing set back, so its ctime (in its directory's
+ * listing) differs in every session.
+ */
+async function frozenCopies (store: string): Promise<number> {
+  const db = await StoreDb.open(store)
+  try {
+    let n = 0
+    for await (const e of db.iterate<FrozenPath[]>('lower')) if (e.key !== '' && e.key !== 'link') n += e.value.length
+    return n
+  } finally { await db.close() }
+}
+
+const m = await mountWorkspace(t, dir => {
+  fs.writeFileSync(path.join(dir, 'a.txt'), 'original\n')
+  fs.writeFileSync(path.join(dir, 'b.txt'), 'keep\n')
+  fs.writeFileSync(path.join(dir, 'd.txt'), 'long-original-content\n')
+  fs.mkdirSync(path.join(dir, 'sub/deep'), { recursive: true })
+  fs.writeFileSync(path.join(dir, 'sub/deep/e.bin'), crypto.randomBytes(200 * 1024)) // across block boundaries
+  fs.mkdirSync(path.join(dir, 'unlisted/inner'), { recursive: true }) // never listed through the mount
+  fs.writeFileSync(path.join(dir, 'unlisted/inner/f.txt'), 'deep and never read\n')
+  fs.mkdirSync(path.join(dir, 'empty'))
+  fs.symlinkSync('a.txt', path.join(dir, 'link'))
+})
+const p = (r: string): string => path.join(m.dir, r)
+const want = new Map<number, string>()
+const first = (await m.client.log({}))[0]!.id
+want.set(first, manifest(m.dir))
+fs.writeFileSync(p('c.txt'), 'new in session 1\n')
+fs.appendFileSync(p('a.txt'), 'appended through the mount\n')
+const c2 = await m.client.mark({ label: 'session 1' })
+want.set(c2.id, manifest(m.dir))
+
+/** Edits the directory the way a user does between sessions (it is not mounted). */
+function editOffline (dir: string): void {
+  const q = (r: string): string => path.join(dir, r)
+  fs.writeFileSync(q('a.txt'), 'CHANGED!\n')
+  fs.rmSync(q('b.txt'))
+  fs.writeFileSync(q('d.txt'), 'x') // shorter: a stale size would show zeros
+  const e = fs.openSync(q('sub/deep/e.bin'), 'r+') // same size, other bytes in the middle
+  fs.writeSync(e, crypto.randomBytes(4096), 0, 4096, 100 * 1024)
+  fs.closeSync(e)
+  fs.rmSync(q('unlisted'), { recursive: true })
+  fs.rmdirSync(q('empty'))
+  fs.rmSync(q('link')); fs.symlinkSync('c.txt', q('link'))
+  fs.writeFileSync(q('offline.txt'), 'written while not mounted\n')
+}
+
+t.test('after a write-back, offline edits do not reach the checkpoints', async tt => {
+  await m.unmount()
+  const copiesOnce = await frozenCopies(m.store)
+  tt.ok(copiesOnce > 0, `the unmount froze the directory (${copiesOnce} copies)`)
+  editOffline(m.dir)
+  const edited = manifest(m.dir)
+  await m.remount()
+  tt.equal(manifest(m.dir), edited, 'the new session shows the directory as edited')
+  const c3 = (await m.client.log({}))[0]!
+  want.set(c3.id, edited)
+  for (const id of [first, c2.id, c3.id]) {
+    await m.client.restore({ id })
+    tt.equal(manifest(m.dir), want.get(id), `checkpoint #${id} restores exactly`)
+  }
+  const shown = await m.cli(['show', `${first}:b.txt`])
+  tt.equal(shown.stdout, 'keep\n', `show ${first}:b.txt gives the removed file's content`)
+})
+
+t.test('after a discard, offline edits do not reach the checkpoints', async tt => {
+  await m.client.restore({ id: c2.id })
+  fs.writeFileSync(p('g.txt'), 'made in a discarded session\n')
+  const c = await m.client.mark({ label: 'discarded session' })
+  want.set(c.id, manifest(m.dir))
+  const onDisk = (await m.client.log({})).find(x => x.label === 'mount' && x.id > c2.id)!
+  await m.unmount(true)
+  tt.equal(manifest(m.dir), want.get(onDisk.id), 'discard left the directory as the session found it')
+  fs.writeFileSync(p('offline.txt'), 'edited again\n')
+  fs.rmSync(p('sub'), { recursive: true })
+  await m.remount()
+  for (const id of [first, c2.id, onDisk.id, c.id]) {
+    await m.client.restore({ id })
+    tt.equal(manifest(m.dir), want.get(id), `checkpoint #${id} restores exactly`)
+  }
+})
+
+t.test('unchanged paths share one frozen copy across sessions; verify is clean', async tt => {
+  await m.client.restore({ id: c2.id })
+  await m.unmount() // the write-back changes the directory: its paths get copies of this content
+  await m.remount()
+  await m.unmount() // a session that changed nothing, after one that did
+  const before = await frozenCopies(m.store)
+  await m.remount()
+  await m.unmount() // and another one
+  const after = await frozenCopies(m.store)
+  tt.equal(after, before, `a session that changed nothing adds no frozen copy (${before} before, ${after} after)`)
+  const v = await verifyStore(m.store)
+  tt.same(v.problems, [], 'verify is clean')
+  await m.remount()
+  await m.client.restore({ id: first })
+  tt.equal(manifest(m.dir), want.get(first), 'the first checkpoint still restores exactly')
+})
