@@ -28,7 +28,11 @@ function registryFile (workspace: string): string {
   return path.join(rewindHome(), 'mounts', `${digest(workspace).slice(0, 24)}.json`)
 }
 
-/** Records which store serves a workspace (written by `mount`). */
+/**
+ * Records which store serves a workspace (written by `mount`; nothing is
+ * written when it is already recorded). Throws the fs error when it cannot
+ * be written (a full disk): the previous registration stays as it was.
+ */
 export function register (workspace: string, store: string): void {
   const f = registryFile(workspace)
   const text = JSON.stringify({ workspace, store }) + '\n'
