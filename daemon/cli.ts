@@ -20,6 +20,8 @@ import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } fr
 import type { CheckpointInfo } from './api.js'
 import { verifyStore, VerifyError } from './verify.js'
 import { repairStore, RepairError } from './repair.js'
+import { fullDiskNote } from './diskfull.js'
+import { safeLog, guardStdio, startChannel } from './log.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -92,10 +94,15 @@ function alive (pid: number): boolean {
   try { return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z' } catch { return false }
 }
 
-/** Waits until the daemon `pid` has written daemon.json, or fails with its log. */
-async function waitReady (store: string, pid: number, logFile: string, logStart: number, child: ReturnType<typeof spawn>): Promise<void> {
+/**
+ * Waits until the daemon `pid` has written daemon.json, or fails with why it
+ * did not start: this daemon's lines of its log, else what it said on its
+ * start channel (`said`, its log file may be on a full disk), and whether
+ * the store's filesystem is full.
+ */
+async function waitReady (store: string, dir: string, pid: number, logFile: string, logStart: number, child: ReturnType<typeof spawn>, said: () => string): Promise<void> {
   let exited: number | null = null
-  child.on('exit', (code) => { exited = code ?? 1 })
+  child.on('exit', (code, sig) => { exited = code ?? (sig ? 128 + (os.constants.signals[sig] ?? 0) : 1) })
   const deadline = Date.now() + 60000
   while (Date.now() < deadline) {
     try {
@@ -105,9 +112,22 @@ async function waitReady (store: string, pid: number, logFile: string, logStart:
     if (exited !== null) break
     await new Promise(resolve => setTimeout(resolve, 50))
   }
-  // only what this daemon wrote (the log keeps earlier sessions' lines)
-  const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile).subarray(logStart).toString('utf8').trim().split('\n').slice(-8).join('\n') : ''
-  throw new CliError(`the daemon did not start${exited !== null ? ` (exit ${exited})` : ' within 60 s'}:\n${tail}\n(full log: ${logFile})`)
+  if (exited !== null) await new Promise(resolve => setTimeout(resolve, 50)) // the last bytes of the start channel
+  const tail = logTail(logFile, logStart) || said().trim().split('\n').slice(-8).join('\n')
+  const full = fullDiskNote(store, `run rewindfs mount ${dir} again`, tail)
+  const how = exited !== null ? ` (exit ${exited})` : ' within 60 s'
+  if (full) throw new CliError(`the daemon did not start${how}: ${full}${tail ? `\nit said:\n${tail}` : ''}\n(log: ${logFile})`)
+  throw new CliError(`the daemon did not start${how}:\n${tail || '(it said nothing: no log line, nothing on its stderr)'}\n(full log: ${logFile})`)
+}
+
+/** The last `n` lines the log got after byte `start` (this daemon's: the log keeps earlier sessions' lines); '' when there are none. */
+function logTail (logFile: string, start: number, n = 8): string {
+  try { return fs.readFileSync(logFile).subarray(start).toString('utf8').trim().split('\n').slice(-n).join('\n') } catch { return '' }
+}
+
+/** Size of `file` in bytes, 0 when it cannot be read. */
+function sizeOf (file: string): number {
+  try { return fs.statSync(file).size } catch { return 0 }
 }
 
 export function program (): Command {
@@ -146,39 +166,59 @@ export function program (): Command {
       if (store === abs || store.startsWith(abs + '/')) throw new CliError(`the store ${store} would be inside the workspace ${abs}: give --store a directory outside it (or set REWINDFS_HOME)`)
       register(abs, store)
       if (o.foreground) {
-        const d = await startDaemon({ dir: abs, store, port: o.port, reserve: o.reserve ?? envReserve() })
+        guardStdio()
+        const d = await startDaemon({ dir: abs, store, port: o.port, reserve: o.reserve ?? envReserve(), log: safeLog(2) })
         console.error(`rewindfs: ${abs} mounted (store ${store}); Ctrl-C unmounts and writes the final state back`)
-        const stop = (): void => { d.shutdown(false).catch(e => console.error(`rewindfs: ${e.message}`)) }
-        process.once('SIGINT', stop)
-        process.once('SIGTERM', stop)
+        armStop(d)
         await d.closed
         return
       }
       fs.mkdirSync(store, { recursive: true, mode: 0o700 })
       const logFile = path.join(store, 'daemon.log')
-      const out = fs.openSync(logFile, 'a')
-      const args = [path.join(here, 'cli.js'), 'daemon', abs, '--store', store]
+      let out: number
+      try { out = fs.openSync(logFile, 'a') } catch (e: any) {
+        throw new CliError(`cannot open the daemon's log ${logFile} (${e.message}): ${fullDiskNote(store, `run rewindfs mount ${abs} again`, String(e.code)) ?? 'check that the store directory is writable'}`)
+      }
+      // fd 3: the start channel, a pipe on which the daemon also says what it logs until it is ready
+      const args = [path.join(here, 'cli.js'), 'daemon', abs, '--store', store, '--start-fd', '3']
       if (o.port) args.push('--port', String(o.port))
       if (o.reserve !== undefined) args.push('--reserve', String(o.reserve))
       const logStart = fs.fstatSync(out).size
-      const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out] })
+      const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out, 'pipe'] })
       fs.closeSync(out)
-      await waitReady(store, child.pid!, logFile, logStart, child)
+      let said = ''
+      const channel = child.stdio[3] as NodeJS.ReadableStream & { destroy: () => void }
+      channel.on('data', (b: Buffer) => { if (said.length < 65536) said += b.toString('utf8') })
+      channel.on('error', () => {})
+      try {
+        await waitReady(store, abs, child.pid!, logFile, logStart, child, () => said)
+      } finally { channel.destroy() }
       child.unref()
       console.log(`mounted ${abs} (daemon pid ${child.pid}, store ${store})`)
       // say what the daemon said about this start (a resume after a crash, a cleared mount)
-      const said = fs.readFileSync(logFile, 'utf8').slice(logStart).split('\n').filter(l => l.startsWith('rewindfs: ')).map(l => l.slice(10))
-      for (const l of said) console.log(l)
+      const lines = (logTail(logFile, logStart, 1000) || said).split('\n').filter(l => l.startsWith('rewindfs: ')).map(l => l.slice(10))
+      for (const l of lines) console.log(l)
     })
 
   p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', v => Number(v))
     .option('--reserve <size>', '', parseSize)
-    .action(async (dir: string, o: { store: string, port?: number, reserve?: number }) => {
-      register(path.resolve(dir), path.resolve(o.store))
-      const d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port, reserve: o.reserve ?? envReserve() })
-      const stop = (): void => { d.shutdown(false).catch(e => console.error(`rewindfs: ${e.message}`)) }
-      process.once('SIGINT', stop)
-      process.once('SIGTERM', stop)
+    .option('--start-fd <n>', 'a pipe to the CLI that started it: what it logs until it is ready goes there too', v => Number(v))
+    .action(async (dir: string, o: { store: string, port?: number, reserve?: number, startFd?: number }) => {
+      // stderr is daemon.log in the store: a write that fails there (full disk) must not end the daemon
+      guardStdio()
+      const channel = startChannel(o.startFd)
+      const log = safeLog(2, channel.log)
+      let d
+      try {
+        register(path.resolve(dir), path.resolve(o.store))
+        d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port, reserve: o.reserve ?? envReserve(), log })
+      } catch (e: any) {
+        channel.log(`rewindfs: ${e?.message ?? e}`)
+        channel.close()
+        throw e
+      }
+      channel.close()
+      armStop(d)
       await d.closed
       // everything is closed and written; the binding's idle thread handles would keep the loop alive for a while
       process.exit(0)
@@ -200,15 +240,29 @@ export function program (): Command {
         throw new CliError(`${workspace} is not mounted`)
       }
       const outcomeFile = path.join(store, UNMOUNT_FILE)
+      const logFile = path.join(store, 'daemon.log')
+      const logStart = sizeOf(logFile)
       fs.rmSync(outcomeFile, { force: true })
-      await withClient(o, async c => await c.unmount({ discard: o.discard === true }))
+      // E_NO_SPACE here: the final checkpoint could not be written, the workspace stays mounted
+      await withClient(o, async c => await c.unmount({ discard: o.discard === true }, { timeoutMs: 3600000 }))
       const deadline = Date.now() + 600000
-      while (Date.now() < deadline && alive(info.pid)) await new Promise(resolve => setTimeout(resolve, 20))
       let outcome: UnmountOutcome | null = null
+      while (Date.now() < deadline && alive(info.pid)) {
+        await new Promise(resolve => setTimeout(resolve, 20))
+        try { outcome = JSON.parse(fs.readFileSync(outcomeFile, 'utf8')) } catch {}
+        if (outcome?.mounted === true) break
+      }
       try { outcome = JSON.parse(fs.readFileSync(outcomeFile, 'utf8')) } catch {}
       if (!outcome) {
-        if (alive(info.pid)) throw new CliError(`the daemon (pid ${info.pid}) is still unmounting ${workspace} after 10 minutes (a large write-back?); it goes on in the background: check with rewindfs status, or its log ${path.join(store, 'daemon.log')}`)
-        throw new CliError(`the daemon (pid ${info.pid}) exited before it finished unmounting ${workspace} (was it killed?): the directory may not hold the final state yet. Nothing is lost: rewindfs mount ${workspace} resumes from the store, and rewindfs unmount then finishes the job`)
+        if (alive(info.pid)) throw new CliError(`the daemon (pid ${info.pid}) is still unmounting ${workspace} after 10 minutes (a large write-back?); it goes on in the background: check with rewindfs status, or its log ${logFile}`)
+        const tail = logTail(logFile, logStart)
+        const full = fullDiskNote(store, `run rewindfs mount ${workspace} (it resumes from the store) and rewindfs unmount -w ${workspace} again`, tail)
+        const said = tail ? `\nits last log lines:\n${tail}` : `\n(nothing in its log ${logFile})`
+        if (full) throw new CliError(`the daemon (pid ${info.pid}) exited before it finished unmounting ${workspace}: ${full}${said}`)
+        throw new CliError(`the daemon (pid ${info.pid}) exited before it finished unmounting ${workspace} (was it killed?): the directory may not hold the final state yet. Nothing is lost: rewindfs mount ${workspace} resumes from the store, and rewindfs unmount then finishes the job${said}`)
+      }
+      if (outcome.mounted === true) {
+        throw new CliError(`the unmount of ${workspace} failed, it stays mounted and the daemon (pid ${info.pid}) keeps serving it: ${outcome.errors.join('; ')}. Nothing is lost: fix that, then rewindfs unmount again`)
       }
       if (outcome && !outcome.ok) {
         throw new CliError(`unmounted ${workspace}, but writing the final state back failed for ${outcome.errors.length} paths:\n  ${outcome.errors.slice(0, 20).join('\n  ')}${outcome.errors.length > 20 ? `\n  ... and ${outcome.errors.length - 20} more` : ''}\nNothing is lost: the store keeps the final state as checkpoint #${outcome.checkpoint}, and rewindfs mount ${workspace} resumes from it.`)
@@ -386,7 +440,7 @@ export function program (): Command {
       let r
       if (o.repair) {
         let rep
-        try { rep = await repairStore(store) } catch (e) {
+        try { rep = await repairStore(store, { reserve: envReserve() }) } catch (e) {
           if (e instanceof RepairError) throw new CliError(e.message)
           throw e
         }
@@ -412,6 +466,25 @@ export function program (): Command {
       if (!r.ok) process.exitCode = 1
     })
   return p
+}
+
+/**
+ * SIGINT and SIGTERM unmount `d`. When the unmount fails before anything
+ * was torn down (the final checkpoint cannot be written: full disk), the
+ * daemon has logged why and goes on serving; the signals are armed again so
+ * that a later Ctrl-C unmounts. A second signal while an unmount runs ends
+ * the process (the default action).
+ */
+function armStop (d: { shutdown: (discard: boolean) => Promise<void> }): void {
+  const stop = (): void => {
+    d.shutdown(false).then(() => {}, () => {
+      process.removeListener('SIGINT', stop)
+      process.removeListener('SIGTERM', stop)
+      armStop(d)
+    })
+  }
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
 }
 
 /** A count from the command line. */

@@ -31,6 +31,8 @@ import { writeBack } from './writeback.js'
 import { mountState } from './mounts.js'
 import { collectGarbage } from './gc.js'
 import { ApiError } from '../proto/errors.js'
+import { isNoSpace } from './store/errors.js'
+import { checkRoom, unmountRefused, writeOutcome, type UnmountOutcome } from './unmount.js'
 
 const run = promisify(execFile)
 
@@ -46,26 +48,17 @@ export interface DaemonOptions {
   log?: (msg: string) => void
 }
 
-/** Name of the file in the store where the daemon leaves the outcome of its last unmount. */
-export const UNMOUNT_FILE = 'unmount.json'
-
-/** What the last unmount did (`<store>/unmount.json`). */
-export interface UnmountOutcome {
-  ok: boolean
-  discarded: boolean
-  /** checkpoint holding the final state */
-  checkpoint: number | null
-  /** paths write-back could not write, with the reason */
-  errors: string[]
-  /** ms since the epoch */
-  time: number
-}
+export { UNMOUNT_FILE, type UnmountOutcome } from './unmount.js'
 
 /** A running daemon. */
 export interface Daemon {
   /** resolves when the daemon has unmounted and closed */
   closed: Promise<void>
-  /** unmount, write back (or discard), close */
+  /**
+   * Unmount, write back (or discard), close. Rejects, with the workspace
+   * still mounted and served, when the unmount could not start (full disk:
+   * E_NO_SPACE) or the kernel refused it; a later call can succeed.
+   */
   shutdown(discard: boolean): Promise<void>
 }
 
@@ -152,33 +145,77 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const fuse = new FuseMount({ mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live) })
   await fuse.mount()
   state.mounted = true
-  if (!resumed) await gens.mark(ws, { label: 'mount' })
-  else await gens.saveState(ws)
+  try {
+    if (!resumed) await gens.mark(ws, { label: 'mount' })
+    else await gens.saveState(ws)
+  } catch (e) {
+    // (a full disk) do not leave a mount nobody serves
+    await fuse.unmount().catch(() => {})
+    ws.close(); blocks.close(); await db.close().catch(() => {})
+    try { fs.closeSync(dirFd) } catch {}
+    throw e
+  }
 
   let server: RewindServer | null = null
   let phase: 'MOUNTED' | 'UNMOUNTING' | 'CLOSED' = 'MOUNTED'
   let resolveClosed!: () => void
   const closed = new Promise<void>(resolve => { resolveClosed = resolve })
 
-  /**
-   * Unmount: checkpoint unsaved work (unless discarding), unmount, write the
-   * final state back. If write-back cannot write every path, the store stays
-   * marked as mounted, so the next mount resumes from the "unmount"
-   * checkpoint instead of trusting the half-written directory. The outcome
-   * goes to `<store>/unmount.json` for the CLI.
-   */
   /** the garbage collection in progress (one at a time); unmount waits for it before closing the store */
   let gcRun: Promise<unknown> | null = null
+  /** step 2 of the unmount in progress: resolves when closed, rejects when it was abandoned (still mounted) */
+  let finishing: Promise<void> | null = null
 
-  const shutdown = async (discard: boolean): Promise<void> => {
-    if (phase !== 'MOUNTED') return await closed
+  /**
+   * Unmount, step 1, while nothing is torn down: wait for a gc, seal
+   * unsaved work as checkpoint "unmount" (unless discarding), check the
+   * store's filesystem has room for step 2's records. If that fails (a full
+   * disk: E_NO_SPACE) the workspace stays mounted and served, one line
+   * says why, the error is thrown, and a later unmount can succeed.
+   * Then step 2 (`finish`) starts on the next turn of the event loop, after
+   * the caller had its reply; `finishing` follows it.
+   */
+  const beginUnmount = async (discard: boolean): Promise<void> => {
+    if (phase !== 'MOUNTED') return
     phase = 'UNMOUNTING'
-    const outcome: UnmountOutcome = { ok: true, discarded: discard, checkpoint: null, errors: [], time: Date.now() }
     try {
       if (gcRun) await gcRun.catch(() => {})
       if (!discard && gens.isDirty(ws)) await gens.mark(ws, { label: 'unmount' })
-      outcome.checkpoint = state.head
+      checkRoom(o.store)
+    } catch (e) {
+      phase = 'MOUNTED'
+      throw unmountRefused(e, o.store, log)
+    }
+    finishing = new Promise<void>((resolve, reject) => setImmediate(() => { finish(discard).then(resolve, reject) }))
+    finishing.catch(() => {})
+  }
+
+  /** Unmounts: resolves when closed; rejects (still mounted and serving) when the unmount could not be done. */
+  const shutdown = async (discard: boolean): Promise<void> => {
+    if (phase !== 'MOUNTED') { await (finishing ?? closed); return }
+    await beginUnmount(discard)
+    await finishing
+  }
+
+  /**
+   * Unmount, step 2: unmount, write the final state back (or discard),
+   * close. If write-back cannot write every path, the store stays marked as
+   * mounted, so the next mount resumes from the "unmount" checkpoint instead
+   * of trusting the half-written directory. If the kernel refuses the
+   * unmount, nothing is closed: the workspace stays mounted and served. The
+   * outcome goes to `<store>/unmount.json` for the CLI.
+   */
+  const finish = async (discard: boolean): Promise<void> => {
+    const outcome: UnmountOutcome = { ok: true, discarded: discard, checkpoint: state.head, errors: [], time: Date.now() }
+    try {
       await fuse.unmount()
+    } catch (e: any) {
+      phase = 'MOUNTED'
+      log(`rewindfs: unmount failed: ${e.message}; ${o.dir} stays mounted and served: stop what uses it, then unmount again (nothing is lost)`)
+      writeOutcome(o.store, { ...outcome, ok: false, mounted: true, errors: [e.message] }, log)
+      throw e
+    }
+    try {
       if (!discard) {
         let r
         try {
@@ -211,10 +248,11 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     } catch (e: any) {
       outcome.ok = false
       outcome.errors.push(e.message)
-      log(`rewindfs: unmount failed: ${e.stack ?? e.message}`)
+      if (isNoSpace(e)) log(`rewindfs: unmount failed: the store's filesystem is full, the end of the unmount could not be recorded (${e.message}); nothing is lost: free space there, then rewindfs mount ${o.dir} (it resumes from checkpoint ${state.head}) and unmount again`)
+      else log(`rewindfs: unmount failed: ${e.stack ?? e.message}`)
     } finally {
       phase = 'CLOSED'
-      try { fs.writeFileSync(path.join(o.store, UNMOUNT_FILE), JSON.stringify(outcome) + '\n', { mode: 0o600 }) } catch {}
+      writeOutcome(o.store, outcome, log)
       ws.close()
       try { fs.closeSync(dirFd) } catch {}
       await server?.close().catch(() => {})
@@ -233,7 +271,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     protocol: PROTOCOL_VERSION,
     invalidate: async (items) => { await fuse.invalidate(items) },
     exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir, xattrs: xattrIo }),
-    unmount: shutdown,
+    unmount: beginUnmount,
     gc: async (policy) => {
       if (phase !== 'MOUNTED') throw new ApiError('E_NOT_MOUNTED', 'the workspace is unmounting; run rewindfs gc after the unmount (it opens the store itself)')
       if (gcRun) throw new ApiError('E_BUSY', 'a garbage collection is already running; wait for it to finish')

@@ -28,11 +28,25 @@ function registryFile (workspace: string): string {
   return path.join(rewindHome(), 'mounts', `${digest(workspace).slice(0, 24)}.json`)
 }
 
-/** Records which store serves a workspace (written by `mount`). */
+/**
+ * Records which store serves a workspace (written by `mount`; nothing is
+ * written when it is already recorded). Throws the fs error when it cannot
+ * be written (a full disk): the previous registration stays as it was.
+ */
 export function register (workspace: string, store: string): void {
   const f = registryFile(workspace)
+  const text = JSON.stringify({ workspace, store }) + '\n'
+  try { if (fs.readFileSync(f, 'utf8') === text) return } catch {}
   fs.mkdirSync(path.dirname(f), { recursive: true, mode: 0o700 })
-  fs.writeFileSync(f, JSON.stringify({ workspace, store }) + '\n', { mode: 0o600 })
+  // a new file renamed over the old one: a failed write (full disk) leaves the old registration
+  const tmp = `${f}.${process.pid}.tmp`
+  try {
+    fs.writeFileSync(tmp, text, { mode: 0o600 })
+    fs.renameSync(tmp, f)
+  } catch (e) {
+    fs.rmSync(tmp, { force: true })
+    throw e
+  }
 }
 
 /** The store registered for a workspace, or null. */

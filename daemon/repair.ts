@@ -25,13 +25,23 @@
  * fails with EIO, everything else works. A block whose bytes are there but
  * fail their hash keeps its record (it still fails every read).
  * Nothing else that was readable is deleted.
+ *
+ * Before anything is changed, the metadata directory is copied to
+ * `meta.before-repair-<time>` beside it (kept when the repair changed
+ * something, and named in the report; removed when nothing was repaired),
+ * so a repair never loses records that were there: LevelDB's repair moves
+ * files it cannot use into meta/lost/. And it does not start on a disk
+ * without room for that copy, LevelDB's rewritten tables and the reserve:
+ * on a full disk LevelDB's repair itself fails half way.
  */
 import path from 'node:path'
 import fs from 'node:fs'
 import { ClassicLevel } from 'classic-level'
 import { StoreDb, META_DIR, parseIntKey } from './store/db.js'
 import { BlockStore, META_NEXT_BLOCK_ID, type BlockRecord, type ScannedBlock } from './store/blocks.js'
-import { StoreError } from './store/errors.js'
+import { StoreError, isNoSpace } from './store/errors.js'
+import { DEFAULT_RESERVE, freeBytes } from './store/space.js'
+import { saysNoSpace } from './diskfull.js'
 import { BLOCK_SIZE, type BlockId } from './types.js'
 import { verifyOpened, type VerifyReport } from './verify.js'
 import { PACK_HEADER_SIZE, PACK_MAGIC } from './store/pack.js'
@@ -48,16 +58,87 @@ export interface RepairReport {
 
 /** Why repair could not run (no store, held by a daemon, LevelDB beyond repair). */
 export class RepairError extends Error {
-  constructor (message: string, readonly code: 'E_NO_STORE' | 'E_LOCKED' | 'E_OPEN') { super(message) }
+  constructor (message: string, readonly code: 'E_NO_STORE' | 'E_LOCKED' | 'E_OPEN' | 'E_NO_SPACE') { super(message) }
 }
 
 const BLOCK_PROBLEMS = new Set(['E_BLOCK_UNREADABLE', 'E_BLOCK_LENGTH', 'E_BLOCK_HASH', 'E_MISSING_BLOCK'])
 
-/** Repairs the stopped store in `storeDir` (see the module comment). Throws RepairError when it cannot start. */
-export async function repairStore (storeDir: string): Promise<RepairReport> {
+/** Options of repairStore. */
+export interface RepairOptions {
+  /** bytes to keep free on the store's filesystem besides what the repair needs (default DEFAULT_RESERVE, 64 MiB) */
+  reserve?: number
+  /** the time in the backup's name (tests); default now */
+  now?: Date
+}
+
+/**
+ * Free bytes the repair of a store needs: the backup copy of meta/ and
+ * LevelDB's rewritten tables (each up to the size of meta/), plus `reserve`.
+ */
+export function repairNeeds (metaBytes: number, reserve: number): number {
+  return 2 * metaBytes + reserve
+}
+
+/**
+ * Repairs the stopped store in `storeDir` (see the module comment).
+ * Throws RepairError when it cannot start: no store (E_NO_STORE), held by a
+ * daemon (E_LOCKED), too little free space on its filesystem (E_NO_SPACE,
+ * says how much is needed), LevelDB beyond repair (E_OPEN). Any error after
+ * the backup was made names the backup.
+ */
+export async function repairStore (storeDir: string, opts: RepairOptions = {}): Promise<RepairReport> {
   const store = path.resolve(storeDir)
   const location = path.join(store, META_DIR)
   if (!fs.existsSync(location)) throw new RepairError(`there is no rewindfs store at ${store} (no ${META_DIR}/ directory)`, 'E_NO_STORE')
+  const metaBytes = treeBytes(location)
+  const needs = repairNeeds(metaBytes, opts.reserve ?? DEFAULT_RESERVE)
+  const free = freeBytes(store)
+  if (free !== null && free < needs) {
+    throw new RepairError(`the store's filesystem (${store}) has ${free} bytes free; a repair needs at least ${needs} (a backup copy of ${META_DIR}/, ${metaBytes} bytes, room for LevelDB to rewrite it, and the ${opts.reserve ?? DEFAULT_RESERVE}-byte reserve): ` +
+      'free space there first, then run rewindfs verify --repair again. Nothing was changed; a store that could not be opened for lack of space is probably not damaged at all: try mounting it once space is freed', 'E_NO_SPACE')
+  }
+  const backup = backupMeta(location, opts.now ?? new Date())
+  let report: RepairReport
+  try {
+    report = await repairWith(store, location)
+  } catch (e) {
+    if (e instanceof RepairError && e.code === 'E_LOCKED') { fs.rmSync(backup, { recursive: true, force: true }); throw e }
+    const msg = `${(e as Error).message}; the metadata database as it was before the repair is kept in ${backup}`
+    if (e instanceof RepairError) throw new RepairError(msg, e.code)
+    if (isNoSpace(e) || saysNoSpace((e as Error)?.message ?? '')) throw new RepairError(msg, 'E_NO_SPACE')
+    throw new RepairError(`the repair stopped: ${msg}`, 'E_OPEN')
+  }
+  if (report.actions.length === 0) fs.rmSync(backup, { recursive: true, force: true })
+  else report.actions.push(`the metadata database as it was before the repair is kept in ${backup} (nothing it held is lost; delete it once the repaired store mounts and verifies clean)`)
+  return report
+}
+
+/** Copies the metadata directory to `meta.before-repair-<time>` beside it; returns its path. */
+function backupMeta (location: string, now: Date): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')
+  let backup = `${location}.before-repair-${stamp}`
+  for (let i = 2; fs.existsSync(backup); i++) backup = `${location}.before-repair-${stamp}-${i}`
+  try {
+    fs.cpSync(location, backup, { recursive: true, filter: src => path.basename(src) !== 'LOCK' })
+  } catch (e) {
+    fs.rmSync(backup, { recursive: true, force: true })
+    throw new RepairError(`cannot copy the metadata database ${location} to ${backup} before repairing it (${(e as Error).message}); nothing was changed`, isNoSpace(e) ? 'E_NO_SPACE' : 'E_OPEN')
+  }
+  return backup
+}
+
+/** Bytes of the files under `dir`. */
+function treeBytes (dir: string): number {
+  let n = 0
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name)
+    if (e.isDirectory()) n += treeBytes(p)
+    else { try { n += fs.statSync(p).size } catch {} }
+  }
+  return n
+}
+
+async function repairWith (store: string, location: string): Promise<RepairReport> {
   const actions: string[] = []
   let db: StoreDb
   let opened = true
@@ -66,6 +147,7 @@ export async function repairStore (storeDir: string): Promise<RepairReport> {
   } catch (e) {
     if (e instanceof StoreError && e.code === 'E_LOCKED') throw new RepairError(`the store ${store} is held by a running daemon: rewindfs unmount first, then rewindfs verify --repair`, 'E_LOCKED')
     if (e instanceof StoreError && e.code === 'E_FORMAT') throw new RepairError(e.message, 'E_OPEN')
+    if (isNoSpace(e)) throw new RepairError(`${(e as Error).message.split(';')[0]}; nothing was repaired: free space there, then try to mount it again`, 'E_NO_SPACE')
     opened = false
     await ClassicLevel.repair(location)
     actions.push(`the metadata database could not be opened (${(e as Error).message.split(';')[0]}); LevelDB's repair rebuilt it from the records it could still read`)

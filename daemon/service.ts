@@ -27,7 +27,11 @@ export interface ServiceDeps {
   invalidate: (items: InvalidationItem[]) => Promise<void>
   /** writes a checkpoint's tree to a directory */
   exportTo: (id: CheckpointId, dir: string) => Promise<{ files: number, bytes: number }>
-  /** unmounts and ends the daemon */
+  /**
+   * starts unmounting: resolves once the final checkpoint is sealed (the
+   * rest, which ends the daemon, follows after the reply); rejects, still
+   * mounted, when it cannot start (E_NO_SPACE on a full disk)
+   */
   unmount: (discard: boolean) => Promise<void>
   /** garbage collection of this store while mounted (daemon/gc.ts) */
   gc: (policy: Partial<GcPolicy>) => Promise<GcReport>
@@ -182,8 +186,9 @@ export class Service implements RewindApi {
   }
 
   async unmount (req: { discard?: boolean }): Promise<{ discarded: boolean }> {
-    // reply first, then unmount: the caller's connection closes with the daemon
-    setImmediate(() => { this.d.unmount(req.discard === true).catch(() => {}) })
+    // the final checkpoint before the reply (a full disk is the caller's error, still mounted);
+    // the rest after it: the caller's connection closes with the daemon
+    await this.d.unmount(req.discard === true)
     return { discarded: req.discard === true }
   }
 }

@@ -12,6 +12,8 @@
  *    a failed write: a write it accepts after one can otherwise vanish at
  *    the next recovery).
  * Then every checkpoint restores exactly, and after unmount verify is clean.
+ * (test/diskfull.test.ts: the same through the CLI, with the daemon's log on
+ * the full disk, and mount / unmount / verify / repair while full.)
  *
  * Needs root (mount -t tmpfs); skipped with the reason otherwise.
  */

@@ -19,7 +19,7 @@ import { ClassicLevel } from 'classic-level'
 import { Packr } from 'msgpackr'
 import * as path from 'node:path'
 import * as fs from 'node:fs'
-import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, StoreLockedError, storeIoError } from './errors.js'
+import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, StoreLockedError, StoreNoSpaceError, isNoSpace, storeIoError } from './errors.js'
 
 /** Kinds of record, one key prefix (sublevel) each. Values of all but `meta` and `block` are owned by other modules. */
 export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch' | 'memory' | 'run'
@@ -160,8 +160,10 @@ export class StoreDb {
    * Open (creating if missing) the metadata database at `<storeDir>/meta` and
    * check meta `format` (writing `STORE_FORMAT` into a new database).
    * Throws StoreLockedError (E_LOCKED) if another process has it open,
-   * CorruptStoreError (E_CORRUPT) if LevelDB reports corruption or cannot read
-   * it, StoreFormatError (E_FORMAT) for an unknown format version.
+   * StoreNoSpaceError (E_NO_SPACE) if the filesystem is full (opening writes
+   * a new log: free space and retry, no repair), CorruptStoreError
+   * (E_CORRUPT) if LevelDB reports corruption or cannot read it,
+   * StoreFormatError (E_FORMAT) for an unknown format version.
    */
   static async open (storeDir: string): Promise<StoreDb> {
     const location = path.join(storeDir, META_DIR)
@@ -330,6 +332,14 @@ function openError (location: string, err: unknown): StoreError {
     return new StoreLockedError(
       `store database ${location} is locked by another process (is another rewindfs daemon running on this store?)`,
       { path: location, cause: err })
+  }
+  const detail = String((cause as Error | undefined)?.message ?? (err as Error).message)
+  if (isNoSpace(cause) || isNoSpace(err) || /No space left on device|Disk quota exceeded/i.test(detail)) {
+    // LevelDB writes a new log and manifest when it opens: a full disk is not damage
+    return new StoreNoSpaceError(
+      `store database ${location} cannot be opened: the store's filesystem is full (${detail}); ` +
+      'free space on that filesystem, then retry. Do not run rewindfs verify --repair while the disk is full: a full disk is not damage, and a repair needs room to rewrite the database',
+      { path: location, errno: /quota/i.test(detail) ? 'EDQUOT' : 'ENOSPC', cause: err })
   }
   const what = code === 'LEVEL_CORRUPTION' ? 'is corrupt' : 'cannot be opened'
   return new CorruptStoreError(

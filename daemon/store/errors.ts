@@ -80,7 +80,10 @@ export class StoreClosedError extends StoreError {
  * `E_NO_SPACE`: the store's filesystem is full, or has less free space than
  * the reserve kept for checkpoints (daemon/store/space.ts). Nothing sealed
  * was changed; the operation that got it had no effect. Remedy: free space on
- * that filesystem (delete files, `rewindfs gc`); writes work again at once.
+ * that filesystem (delete files there); writes work again at once.
+ * `rewindfs gc` helps only when there are abandoned branches or unpinned
+ * checkpoints of ended runs: it keeps every ancestor of live heads, so on a
+ * single line of checkpoints it frees nothing.
  */
 export class StoreNoSpaceError extends StoreError {
   constructor (message: string, context: StoreErrorContext = {}) {
@@ -94,6 +97,13 @@ export class StoreIoError extends StoreError {
     super('E_IO', message, context)
   }
 }
+
+/**
+ * How to get space back, for messages. Honest about gc: it keeps every
+ * ancestor of live branches' heads, so it frees only abandoned branches and
+ * unpinned checkpoints of ended runs.
+ */
+export const NO_SPACE_ADVICE = 'free space on that filesystem (delete files there, or grow it; rewindfs gc helps only if there are abandoned branches or unpinned checkpoints of ended runs, it never removes the current line of checkpoints)'
 
 /** errno names that mean "the filesystem is full". */
 const NO_SPACE = new Set(['ENOSPC', 'EDQUOT'])
@@ -110,7 +120,7 @@ export function storeIoError (err: unknown, what: string, context: StoreErrorCon
   const msg = String(e?.message ?? err)
   const errno = typeof e?.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) ? e.code : /No space left on device/i.test(msg) ? 'ENOSPC' : undefined
   if (errno !== undefined && NO_SPACE.has(errno)) {
-    return new StoreNoSpaceError(`${what} failed: the store's filesystem is full (${msg}); free space there (delete files, or run rewindfs gc) and try again`, { ...context, errno, cause: err })
+    return new StoreNoSpaceError(`${what} failed: the store's filesystem is full (${msg}); ${NO_SPACE_ADVICE}, then try again`, { ...context, errno, cause: err })
   }
   return new StoreIoError(`${what} failed: ${msg}`, { ...context, ...(errno ? { errno } : {}), cause: err })
 }

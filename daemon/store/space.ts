@@ -6,7 +6,7 @@
  * (ENOSPC to the writer) once the filesystem would keep less than `reserve`
  * bytes free. What the reserve is for: sealing data already buffered in
  * memory, the metadata of checkpoints, fsync and LevelDB compactions, which
- * are not refused. When space returns (files deleted, `rewindfs gc`), the
+ * are not refused. When space returns (files deleted there), the
  * next `ensure` sees it and writes work again.
  *
  * Cost: one statfs(2) at most every REFRESH_MS while far from the reserve;
@@ -14,7 +14,7 @@
  * have used half of what was left above the reserve.
  */
 import fs from 'node:fs'
-import { StoreNoSpaceError } from './errors.js'
+import { StoreNoSpaceError, NO_SPACE_ADVICE } from './errors.js'
 
 /** Default bytes kept free on the store's filesystem: 64 MiB. */
 export const DEFAULT_RESERVE = 64 * 1024 * 1024
@@ -47,7 +47,7 @@ export class SpaceGuard {
     if (left < this.reserve) {
       throw new StoreNoSpaceError(
         `the store's filesystem (${this.dir}) has ${fmt(Math.max(0, this.free - this.since))} free, and rewindfs keeps ${fmt(this.reserve)} of it for checkpoints: ` +
-        'new data is refused with ENOSPC until space is freed there (delete files, or run rewindfs gc); everything written so far is kept',
+        `new data is refused with ENOSPC until space is freed: ${NO_SPACE_ADVICE}; everything written so far is kept`,
         { path: this.dir, errno: 'ENOSPC' })
     }
   }
@@ -74,4 +74,23 @@ export class SpaceGuard {
 
 function fmt (n: number): string {
   return n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MiB` : `${n} bytes`
+}
+
+/**
+ * Bytes free for an unprivileged writer on the filesystem holding `dir`
+ * (statfs bavail × bsize), or null when statfs fails (dir missing: the
+ * nearest existing parent is asked first).
+ */
+export function freeBytes (dir: string): number | null {
+  let d = dir
+  for (;;) {
+    try {
+      const s = fs.statfsSync(d)
+      return s.bavail * s.bsize
+    } catch (e: any) {
+      const up = d.replace(/\/[^/]*\/?$/, '') || '/'
+      if (e?.code !== 'ENOENT' || up === d) return null
+      d = up
+    }
+  }
 }
