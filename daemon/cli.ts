@@ -267,6 +267,7 @@ export function program (): Command {
       if (outcome && !outcome.ok) {
         throw new CliError(`unmounted ${workspace}, but writing the final state back failed for ${outcome.errors.length} paths:\n  ${outcome.errors.slice(0, 20).join('\n  ')}${outcome.errors.length > 20 ? `\n  ... and ${outcome.errors.length - 20} more` : ''}\nNothing is lost: the store keeps the final state as checkpoint #${outcome.checkpoint}, and rewindfs mount ${workspace} resumes from it.`)
       }
+      for (const w of outcome?.warnings ?? []) console.error(`rewindfs: warning: ${w}`)
       console.log(`unmounted ${workspace}${o.discard ? ' (discarded: the directory holds its original content; changes since the last checkpoint were dropped, every checkpoint is kept)' : ''}`)
     })
 

@@ -36,6 +36,11 @@ import { checkRoom, unmountRefused, writeOutcome, type UnmountOutcome } from './
 
 const run = promisify(execFile)
 
+/** The log line when unmount could not freeze the paths it did not change (WriteBackStats.unfrozen). */
+function unfrozenWarning (dir: string, reason: string): string {
+  return `rewindfs: warning: the store had no space to keep a copy of the files the unmount did not change (${reason}); checkpoints of this session read them from ${dir}, so change ${dir} only through a mount, or free space and run rewindfs mount then unmount again to freeze them`
+}
+
 export interface DaemonOptions {
   /** the workspace directory (absolute) */
   dir: string
@@ -226,6 +231,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
         outcome.errors = r.errors
         if (r.errors.length === 0) {
           log(`rewindfs: wrote the final state back into ${o.dir} (${r.written} paths written, ${r.removed} removed, ${r.frozen} frozen)`)
+          if (r.unfrozen !== undefined) { log(unfrozenWarning(o.dir, r.unfrozen)); (outcome.warnings ??= []).push(unfrozenWarning(o.dir, r.unfrozen).replace(/^rewindfs: warning: /, '')) }
           state.session++
           state.mounted = false
         } else {
@@ -237,6 +243,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
         try {
           const r = await writeBack({ ws, gens, db, blocks, dir: o.dir, dirFd, log, xattrs: xattrIo, apply: false })
           log(`rewindfs: discarded; ${o.dir} holds its original content (${r.frozen} paths frozen)`)
+          if (r.unfrozen !== undefined) { log(unfrozenWarning(o.dir, r.unfrozen)); (outcome.warnings ??= []).push(unfrozenWarning(o.dir, r.unfrozen).replace(/^rewindfs: warning: /, '')) }
           state.session++
         } catch (e: any) {
           // the next mount goes on in this session, reading the directory (as before freezing existed)

@@ -23,6 +23,8 @@ export interface UnmountOutcome {
   time: number
   /** true: the unmount was abandoned before anything was torn down; the daemon still serves the workspace */
   mounted?: boolean
+  /** what the user should know although the unmount succeeded (e.g. files not frozen for lack of space) */
+  warnings?: string[]
 }
 
 /**

@@ -25,6 +25,7 @@ import { BLOCK_SIZE, type BlockId } from './types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, sameFrozen, listTreeNoAtime, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
+import { isNoSpace } from './store/errors.js'
 import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
 
 export interface WriteBackOptions {
@@ -51,16 +52,34 @@ export interface WriteBackOptions {
   apply?: boolean
 }
 
+/** What a write-back did. */
+export interface WriteBackStats {
+  /** paths written, removed, frozen */
+  written: number
+  removed: number
+  frozen: number
+  /** the paths whose write failed, each "path: reason" */
+  errors: string[]
+  /**
+   * set when the store had no space left to freeze the paths write-back did
+   * not change (the reason): checkpoints of this session still read those
+   * from the directory
+   */
+  unfrozen?: string
+}
+
 const ZERO = Buffer.alloc(BLOCK_SIZE)
 
 /**
  * Writes the live state (sealed by the caller) back into the directory, after
  * freezing everything the directory holds for this and earlier sessions
  * (pass 1). Returns the counts of paths written, removed and frozen, and the
- * paths whose write failed (each "path: reason"). Throws when freezing fails
- * (the directory is unchanged then; a StoreNoSpaceError when the store is full).
+ * paths whose write failed (each "path: reason"). Throws when freezing a path
+ * it changes fails (the directory is unchanged then; StoreNoSpaceError when
+ * the store is full); a full store while freezing the other paths only sets
+ * `unfrozen`.
  */
-export async function writeBack (o: WriteBackOptions): Promise<{ written: number, removed: number, frozen: number, errors: string[] }> {
+export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
   o.blocks.recheck() // hash every block again before its bytes reach the directory
   const session = o.gens.state.session
   // the mount is gone: the directory's own path reaches it again
@@ -69,7 +88,7 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
   const view = new TreeView(o.gens, o.ws, o.ws.base)
   const before = new LowerLayer(o.ws.lower.root, session, new Map([...o.ws.lower.frozen].map(([k, v]) => [k, v.slice()])))
   const frozenNow = new Map<string, FrozenPath[]>()
-  const stats = { written: 0, removed: 0, frozen: 0, errors: [] as string[] }
+  const stats: WriteBackStats = { written: 0, removed: 0, frozen: 0, errors: [] }
   const absOf = (rel: string): string => rel === '' ? root : `${root}/${rel}`
   const join = (rel: string, name: string): string => rel === '' ? name : `${rel}/${name}`
 
@@ -98,6 +117,8 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     names ??= listTreeNoAtime(root)
     return (names.get(rel) ?? fs.readdirSync(abs)).map(name => lowerEntry(abs, name, o.xattrs?.read))
   }
+  // set while freezing the paths write-back leaves as they are (see freezeFile)
+  let optional = false
   const freezeFile = (rel: string, size: number): void => {
     const flags = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW
     let fd: number
@@ -107,6 +128,8 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
     const buf = Buffer.allocUnsafe(BLOCK_SIZE)
     try {
       for (let off = 0; off < size; off += BLOCK_SIZE) {
+        // the paths write-back changes may use the reserve kept for checkpoints; the others may not
+        if (optional) o.blocks.ensureSpace(Math.min(BLOCK_SIZE, size - off))
         const n = fs.readSync(fd, buf, 0, Math.min(BLOCK_SIZE, size - off), off)
         const chunk = buf.subarray(0, n)
         blocks.push(n === 0 || chunk.equals(ZERO.subarray(0, n)) ? 0 : o.blocks.put(chunk))
@@ -224,7 +247,14 @@ export async function writeBack (o: WriteBackOptions): Promise<{ written: number
   // the rest of the directory too: once the daemon is gone the directory is the user's again, and
   // an edit there must not change what a checkpoint of this session restores (copies of content
   // frozen before are shared: blocks are deduplicated and unchanged copies extend their range)
-  freezeTree('')
+  try {
+    optional = true
+    freezeTree('')
+  } catch (e) {
+    // the paths write-back changes are frozen already (pass 1); the rest is not worth failing the unmount for
+    if (!isNoSpace(e)) throw e
+    stats.unfrozen = (e as Error).message
+  }
   await setTimes(restoreTimes)
   if (frozenNow.size > 0) {
     await o.blocks.sync()
