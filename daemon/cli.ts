@@ -511,7 +511,7 @@ function printGcReport (r: GcReport): void {
   const verb = r.dryRun ? 'would be removed' : 'removed'
   console.log(`${r.dryRun ? 'dry run: ' : ''}${cps.removed.length} of ${cps.before} checkpoints ${verb}${cps.removed.length ? ` (#${cps.removed.join(', #')})` : ''}; ${cps.kept} kept`)
   if (r.branches.removed.length) console.log(`branches ${verb}: ${r.branches.removed.join(', ')}`)
-  console.log(`${verb}: ${r.nodes} table nodes and inode records, ${r.contexts} contexts, ${r.blocks.removed} blocks (${fmtBytes(r.blocks.bytes)})`)
+  console.log(`${verb}: ${r.nodes} table nodes and inode records, ${r.contexts} contexts, ${r.frozen} frozen copies, ${r.blocks.removed} blocks (${fmtBytes(r.blocks.bytes)})`)
   if (!r.dryRun) {
     console.log(`packs: ${r.packs.deleted} deleted, ${r.packs.compacted} compacted; ${fmtBytes(r.bytes.packsBefore)} -> ${fmtBytes(r.bytes.packsAfter)}; metadata ${fmtBytes(r.bytes.metaBefore)} -> ${fmtBytes(r.bytes.metaAfter)}`)
     for (const n of r.packs.notCompacted) console.log(`  pack ${n.pack} not compacted: ${n.reason}`)

@@ -38,7 +38,8 @@
  *     roots or a block a writer took (remembered);
  *  3. synchronously: the unreachable blocks are removed from the in-memory
  *     index (no writer can take them any more), then their records, the
- *     unreachable nodes and contexts are deleted;
+ *     unreachable nodes and contexts are deleted, and the frozen copies of
+ *     lower paths (daemon/lower.ts) for sessions no kept record refers to;
  *  4. packs with at least COMPACT_DEAD_RATIO dead bytes are compacted pack
  *     by pack: live blocks copied to the current pack (hash checked), the
  *     new locations written, the old pack deleted. A pack with no live block
@@ -135,6 +136,7 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     branches: { removed: choice.branchesRemoved },
     nodes: 0,
     contexts: 0,
+    frozen: 0,
     blocks: { removed: 0, bytes: 0 },
     packs: { deleted: 0, compacted: 0, notCompacted: [] },
     bytes: { packsBefore: before.packs, packsAfter: before.packs, metaBefore: before.meta, metaAfter: before.meta, returned: 0 },
@@ -146,8 +148,15 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     const keptRoots = [...gens.checkpoints.values()].filter(c => !choice.droppedSet.has(c.id)).map(c => c.root)
     await target.beforeMark?.()
     const marked = await mark(db, keptRoots, snap.liveRoot, snap.liveTable)
+    // frozen copies answer lower references of their sessions: those no kept record refers to go
+    marked.sessions.add(gens.state.session)
+    if (ws) for (const r of [...ws.dirty.values(), ...ws.orphans.values()]) if (r?.lower) marked.sessions.add(r.lower.s)
+    const frozenKept = new Map<string, FrozenPath[]>()
     for await (const e of db.iterate<FrozenPath[]>('lower')) {
-      for (const f of Array.isArray(e.value) ? e.value : []) for (const b of f.blocks ?? []) if (b) marked.blocks.add(b)
+      const list = Array.isArray(e.value) ? e.value : []
+      const kept = list.filter(f => [...marked.sessions].some(s => f.from <= s && s <= f.to))
+      if (kept.length < list.length) { frozenKept.set(e.key, kept); report.frozen += list.length - kept.length }
+      for (const f of kept) for (const b of f.blocks ?? []) if (b) marked.blocks.add(b)
     }
 
     // ---- 3. sweep ------------------------------------------------------------
@@ -182,6 +191,13 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     // forgotten in memory first (no writer can take them from here on); if
     // deleting their records fails, those not deleted are known again, so
     // memory and the index on disk never disagree (compaction relies on it)
+    // the pruned frozen copies first: a kill after this leaves their blocks as garbage, never a copy without its blocks
+    if (frozenKept.size > 0) {
+      const batch = db.batch()
+      for (const [p, kept] of frozenKept) { if (kept.length > 0) batch.put('lower', p, kept); else batch.del('lower', p) }
+      await batch.write({ sync: true })
+      for (const [p, kept] of frozenKept) { if (kept.length > 0) ws?.lower.frozen.set(p, kept); else ws?.lower.frozen.delete(p) }
+    }
     const forgotten = blocks.forget(deadBlocks)
     for (const id of deadNodes) { gens.nodes.delete(id); gens.records.delete(id) }
     await deleteAll(db, 'node', deadNodes)
@@ -331,17 +347,22 @@ function unsavedBlocks (ws: Workspace): Set<BlockId> {
   return out
 }
 
-/** Reachable node and record ids, and block ids, from persisted roots and an in-memory table. */
-async function mark (db: StoreDb, roots: number[], liveRoot: number, liveTable: TableNode | undefined): Promise<{ nodes: Set<number>, blocks: Set<BlockId> }> {
+/** Reachable node and record ids, block ids, and the sessions of lower references, from persisted roots and an in-memory table. */
+async function mark (db: StoreDb, roots: number[], liveRoot: number, liveTable: TableNode | undefined): Promise<{ nodes: Set<number>, blocks: Set<BlockId>, sessions: Set<number> }> {
   const nodes = new Set<number>()
   const blocks = new Set<BlockId>()
-  const addRecord = (r: InodeRecord): void => { for (const b of r.blocks ?? []) if (b) blocks.add(b) }
+  const sessions = new Set<number>()
+  const addRecord = (r: InodeRecord): void => { for (const b of r.blocks ?? []) if (b) blocks.add(b); if (r.lower) sessions.add(r.lower.s) }
   const byId = async (id: number, level: number): Promise<void> => {
     if (id === 0 || nodes.has(id)) return
     nodes.add(id)
     const v = await db.get<any>('node', id)
     if (!v) return // missing: verify reports it; nothing below it can be marked
-    if (level === 4) { for (const b of Array.isArray(v.blocks) ? v.blocks : []) if (b) blocks.add(b); return }
+    if (level === 4) {
+      for (const b of Array.isArray(v.blocks) ? v.blocks : []) if (b) blocks.add(b)
+      if (typeof v.lower?.s === 'number') sessions.add(v.lower.s)
+      return
+    }
     for (const [, child] of v.k as [number, number][]) await byId(child, level + 1)
   }
   const inMemory = async (n: TableNode): Promise<void> => {
@@ -356,7 +377,7 @@ async function mark (db: StoreDb, roots: number[], liveRoot: number, liveTable: 
   for (const r of roots) await byId(r, 0)
   await byId(liveRoot, 0)
   if (liveTable) await inMemory(liveTable)
-  return { nodes, blocks }
+  return { nodes, blocks, sessions }
 }
 
 /** Deletes the records, SWEEP_BATCH per batch (the last with sync); `progress` gets the count deleted so far after each batch. */

@@ -175,6 +175,8 @@ export interface GcReport {
   nodes: number
   /** contexts deleted (no kept checkpoint carries them) */
   contexts: number
+  /** frozen copies of lower paths deleted (they answered only sessions no kept checkpoint refers to) */
+  frozen: number
   /** blocks deleted and their bytes */
   blocks: { removed: number; bytes: number }
   /** packs deleted whole (no live block), compacted (live blocks copied, then deleted), and those left with why */

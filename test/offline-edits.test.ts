@@ -23,16 +23,16 @@ const MANIFEST = fileURLToPath(new URL('../../scripts/manifest.sh', import.meta.
 const manifest = (dir: string): string => execFileSync('bash', [MANIFEST, dir], { maxBuffer: 64 * 1024 * 1024 }).toString()
 
 /**
- * The number of frozen copies in a stopped store, over all paths but the
- * symlink and the directory holding it: reading a symlink sets its atime,
+ * The number of frozen copies in a stopped store, over all paths (`all`) or
+ * all but the symlink and the directory holding it: reading a symlink sets its atime,
  * which write-back and freezing set back, so its ctime (in its directory's
  * listing) differs in every session.
  */
-async function frozenCopies (store: string): Promise<number> {
+async function frozenCopies (store: string, all = false): Promise<number> {
   const db = await StoreDb.open(store)
   try {
     let n = 0
-    for await (const e of db.iterate<FrozenPath[]>('lower')) if (e.key !== '' && e.key !== 'link') n += e.value.length
+    for await (const e of db.iterate<FrozenPath[]>('lower')) if (all || (e.key !== '' && e.key !== 'link')) n += e.value.length
     return n
   } finally { await db.close() }
 }
@@ -122,4 +122,24 @@ t.test('unchanged paths share one frozen copy across sessions; verify is clean',
   await m.remount()
   await m.client.restore({ id: first })
   tt.equal(manifest(m.dir), want.get(first), 'the first checkpoint still restores exactly')
+})
+
+t.test('gc drops the frozen copies of sessions no kept checkpoint refers to', async tt => {
+  await m.unmount()
+  const before = await frozenCopies(m.store, true)
+  const r = await m.cli(['gc', '--store', m.store, '--keep-last', '0', '--abandoned-after', '0', '--run-idle', '0', '--json'])
+  tt.equal(r.code, 0, `gc of the stopped store: ${r.stderr}`)
+  const rep = JSON.parse(r.stdout)
+  tt.ok(rep.checkpoints.removed.length > 0, `gc removed checkpoints #${rep.checkpoints.removed.join(', #')}`)
+  tt.ok(rep.frozen > 0, `and ${rep.frozen} frozen copies of sessions only those referred to`)
+  tt.equal(await frozenCopies(m.store, true), before - rep.frozen, 'the store holds that many fewer')
+  const v = await verifyStore(m.store)
+  tt.same(v.problems, [], 'verify is clean')
+  await m.remount()
+  const kept = (await m.client.log({ limit: 1000 })).map(c => c.id).filter(id => want.has(id))
+  tt.ok(kept.includes(first), 'the first checkpoint is kept (the head descends from it)')
+  for (const id of kept) {
+    await m.client.restore({ id })
+    tt.equal(manifest(m.dir), want.get(id), `kept checkpoint #${id} restores exactly`)
+  }
 })

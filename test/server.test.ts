@@ -82,6 +82,7 @@ class FakeApi implements RewindApi {
       policy: { keepLast: req.keepLast ?? 50, abandonedAfterMs: req.abandonedAfterMs ?? 0, runIdleMs: req.runIdleMs ?? 0 },
       checkpoints: { before: this.cps.length, kept: this.cps.length, removed: [] },
       branches: { removed: [] },
+      frozen: 0,
       nodes: 0,
       contexts: 0,
       blocks: { removed: 0, bytes: 0 },
