@@ -18,7 +18,7 @@ import { defaultStore, findWorkspace, register, registered } from './paths.js'
 import { mountState, fuseMounts } from './mounts.js'
 import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from './daemon.js'
 import type { CheckpointInfo } from './api.js'
-import { verifyStore, VerifyError } from './verify.js'
+import { verifyStore, VerifyError, lossSummary, type VerifyReport } from './verify.js'
 import { repairStore, RepairError } from './repair.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -84,6 +84,14 @@ async function withClient<T> (opts: { workspace?: string }, fn: (c: RewindClient
 /** One line of `log`: id (padded to `width`), time, branch, inodes in the workspace at the checkpoint, pin, label. */
 function printCheckpoint (c: CheckpointInfo, width: number): void {
   console.log(`${`#${c.id}`.padEnd(width + 1)}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} inodes ${c.pinned ? ' pinned ' : '        '}${c.label ?? ''}`)
+}
+
+/** The running daemon that holds `store` (pid and workspace from its daemon.json), or null when none runs. */
+function runningDaemon (store: string): { pid: number, workspace: string | null } | null {
+  let info: { pid?: unknown, workspace?: unknown }
+  try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch { return null }
+  if (typeof info.pid !== 'number' || !alive(info.pid)) return null
+  return { pid: info.pid, workspace: typeof info.workspace === 'string' ? info.workspace : null }
 }
 
 /** True while process `pid` runs (a zombie waiting for its parent to reap it has exited). */
@@ -352,11 +360,10 @@ export function program (): Command {
       }
       const loc = o.store !== undefined ? null : locate(o)
       const store = loc ? loc.store : path.resolve(o.store!)
-      let info: { pid?: number } | null = null
-      try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch {}
+      const d = runningDaemon(store)
       let r: GcReport
-      if (info && typeof info.pid === 'number' && alive(info.pid)) {
-        if (!loc) throw new CliError(`the daemon (pid ${info.pid}) holds the store ${store}: run rewindfs gc -w WORKSPACE to ask it`)
+      if (d) {
+        if (!loc) throw new CliError(`the daemon (pid ${d.pid}) holds the store ${store}: run rewindfs gc -w ${d.workspace ?? 'WORKSPACE'} to ask it`)
         r = await withClient(o, async c => await c.gc(policy, { timeoutMs: 3600000 }))
       } else {
         try { r = await gcStore(store, policy) } catch (e) {
@@ -377,13 +384,13 @@ export function program (): Command {
     .action(async (o: { workspace?: string, store?: string, json?: boolean, repair?: boolean }) => {
       const loc = o.store !== undefined ? null : locate(o)
       const store = loc ? loc.store : path.resolve(o.store!)
-      const unmount = loc ? `rewindfs unmount -w ${loc.workspace}` : 'rewindfs unmount -w DIR'
-      let info: { pid?: number } | null = null
-      try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch {}
-      if (info && typeof info.pid === 'number' && alive(info.pid)) {
-        throw new CliError(`the daemon for this workspace is running (pid ${info.pid}) and holds the store; verify reads the store alone: ${unmount}, then rewindfs verify`)
+      const d = runningDaemon(store)
+      if (d) {
+        const ws = loc?.workspace ?? d.workspace
+        const unmount = ws !== null ? `rewindfs unmount -w ${ws}` : `rewindfs unmount (in the workspace whose store is ${store})`
+        throw new CliError(`the daemon for this workspace is running (pid ${d.pid}) and holds the store; verify reads the store alone: ${unmount}, then rewindfs verify${o.store !== undefined ? ` --store ${store}` : ''}${o.repair ? ' --repair' : ''}`)
       }
-      let r
+      let r: VerifyReport
       if (o.repair) {
         let rep
         try { rep = await repairStore(store) } catch (e) {
@@ -406,6 +413,8 @@ export function program (): Command {
       if (o.json) console.log(JSON.stringify(r))
       else {
         for (const pr of r.problems) console.log(`${pr.code}: ${pr.message}`)
+        const lost = lossSummary(r, o.repair === true)
+        if (lost) console.log(`LOST: ${lost}`)
         const c = r.counts
         console.log(`${r.ok ? 'clean' : `${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}`}: ${c.checkpoints} checkpoints, ${c.tables} inode tables, ${c.records} records, ${c.frozen} frozen lower paths, ${c.blocks} blocks (${c.bytes} bytes) checked in ${r.store}`)
       }
