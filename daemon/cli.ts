@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Command, Option } from 'commander'
 import bytes from 'bytes'
-import ms from 'ms'
+import { parseCount, parseDuration, parsePort, parseSize } from './cli-parse.js'
 import { gcStore, GcError, DEFAULT_GC_POLICY } from './gc.js'
 import type { GcReport } from './api.js'
 import { RewindClient, RewindError, ConnectionError, TimeoutError } from '../client/client.js'
@@ -36,17 +36,13 @@ function parseId (s: string): number {
   return Number(m[1])
 }
 
-/** A size in bytes from "65536", "64MB", "1GB" (the `bytes` package; units are powers of 1024). */
-function parseSize (s: string): number {
-  const n = /^\d+$/.test(s.trim()) ? Number(s) : bytes.parse(s)
-  if (n === null || !Number.isSafeInteger(n) || n < 0) throw new CliError(`"${s}" is not a size: give bytes, or a number with a unit such as 64MB or 1GB`)
-  return n
-}
-
 /** The reserve from $REWINDFS_RESERVE (a size), or undefined for the default. */
 function envReserve (): number | undefined {
   const v = process.env.REWINDFS_RESERVE
-  return v === undefined || v === '' ? undefined : parseSize(v)
+  if (v === undefined || v === '') return undefined
+  try { return parseSize(v) } catch (e) {
+    throw new CliError(`REWINDFS_RESERVE="${v}" is not a size: ${(e as Error).message} (or unset it for the default 64MB)`)
+  }
 }
 
 /** The workspace a command acts on: -w, else the registered workspace containing the cwd. */
@@ -86,6 +82,21 @@ function printCheckpoint (c: CheckpointInfo, width: number): void {
   console.log(`${`#${c.id}`.padEnd(width + 1)}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} inodes ${c.pinned ? ' pinned ' : '        '}${c.label ?? ''}`)
 }
 
+/** The real path of this process's current directory, or null when it cannot be resolved (deleted, or under a dead mount). */
+function realCwd (): string | null {
+  try { return fs.realpathSync(process.cwd()) } catch { return null }
+}
+
+/**
+ * Warns (stderr) when `cwd`, the CLI's current directory before the mount,
+ * is the new mount point `dir` or below it: the shell's directory is then
+ * the one under the mount, and what is written through it is not versioned.
+ */
+function warnCwdBelow (dir: string, cwd: string | null): void {
+  if (cwd === null || (cwd !== dir && !cwd.startsWith(dir + '/'))) return
+  console.error(`rewindfs: warning: your shell's current directory is below the new mount: it still points at the directory underneath, so what you write there bypasses rewindfs (not versioned, and it leaks into later checkpoints). Run \`cd ${cwd}\` (full path) so your work goes through rewindfs`)
+}
+
 /** The running daemon that holds `store` (pid and workspace from its daemon.json), or null when none runs. */
 function runningDaemon (store: string): { pid: number, workspace: string | null } | null {
   let info: { pid?: unknown, workspace?: unknown }
@@ -114,7 +125,11 @@ async function waitReady (store: string, pid: number, logFile: string, logStart:
     await new Promise(resolve => setTimeout(resolve, 50))
   }
   // only what this daemon wrote (the log keeps earlier sessions' lines)
-  const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile).subarray(logStart).toString('utf8').trim().split('\n').slice(-8).join('\n') : ''
+  const lines = fs.existsSync(logFile) ? fs.readFileSync(logFile).subarray(logStart).toString('utf8').trim().split('\n') : []
+  const last = lines[lines.length - 1] ?? ''
+  // the daemon's own one-line reason (startDaemon's errors say what to do)
+  if (exited !== null && last.startsWith('rewindfs: ')) throw new CliError(`the daemon did not start: ${last.slice(10)} (log: ${logFile})`)
+  const tail = lines.slice(-8).join('\n')
   throw new CliError(`the daemon did not start${exited !== null ? ` (exit ${exited})` : ' within 60 s'}:\n${tail}\n(full log: ${logFile})`)
 }
 
@@ -129,7 +144,7 @@ export function program (): Command {
     .description('Mount DIR through rewindfs: you keep working in DIR; every write is versioned.')
     .option('--store <dir>', 'store directory (default: under $REWINDFS_HOME, /var/lib/rewindfs for root)')
     .option('--foreground', 'run the daemon in this process (logs to stderr) instead of in the background')
-    .option('--port <n>', 'loopback TCP port for the protocol (default: any free port)', v => Number(v))
+    .option('--port <n>', 'loopback TCP port for the protocol, 0..65535 (default 0: any free port)', parsePort)
     .option('--reserve <size>', 'space kept free on the store\'s filesystem for checkpoints; new data is refused with ENOSPC below it (e.g. 64MB, 1GB; default $REWINDFS_RESERVE or 64MB)', parseSize)
     .addHelpText('after', '\nExample:\n  rewindfs mount ~/project && cd ~/project && rewindfs checkpoint -m "before refactor"')
     .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number, reserve?: number }) => {
@@ -153,9 +168,11 @@ export function program (): Command {
       const store = path.resolve(o.store ?? registered(abs) ?? defaultStore(abs))
       if (store === abs || store.startsWith(abs + '/')) throw new CliError(`the store ${store} would be inside the workspace ${abs}: give --store a directory outside it (or set REWINDFS_HOME)`)
       register(abs, store)
+      const cwdBefore = realCwd()
       if (o.foreground) {
         const d = await startDaemon({ dir: abs, store, port: o.port, reserve: o.reserve ?? envReserve() })
         console.error(`rewindfs: ${abs} mounted (store ${store}); Ctrl-C unmounts and writes the final state back`)
+        warnCwdBelow(abs, cwdBefore)
         const stop = (): void => { d.shutdown(false).catch(e => console.error(`rewindfs: ${e.message}`)) }
         process.once('SIGINT', stop)
         process.once('SIGTERM', stop)
@@ -166,7 +183,7 @@ export function program (): Command {
       const logFile = path.join(store, 'daemon.log')
       const out = fs.openSync(logFile, 'a')
       const args = [path.join(here, 'cli.js'), 'daemon', abs, '--store', store]
-      if (o.port) args.push('--port', String(o.port))
+      if (o.port !== undefined) args.push('--port', String(o.port))
       if (o.reserve !== undefined) args.push('--reserve', String(o.reserve))
       const logStart = fs.fstatSync(out).size
       const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out] })
@@ -177,13 +194,21 @@ export function program (): Command {
       // say what the daemon said about this start (a resume after a crash, a cleared mount)
       const said = fs.readFileSync(logFile, 'utf8').slice(logStart).split('\n').filter(l => l.startsWith('rewindfs: ')).map(l => l.slice(10))
       for (const l of said) console.log(l)
+      warnCwdBelow(abs, cwdBefore)
     })
 
-  p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', v => Number(v))
+  p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', parsePort)
     .option('--reserve <size>', '', parseSize)
     .action(async (dir: string, o: { store: string, port?: number, reserve?: number }) => {
       register(path.resolve(dir), path.resolve(o.store))
-      const d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port, reserve: o.reserve ?? envReserve() })
+      let d
+      try {
+        d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port, reserve: o.reserve ?? envReserve() })
+      } catch (e: any) {
+        // startDaemon unmounted what it mounted; exit now, whatever handles the binding still holds
+        console.error(`rewindfs: ${e?.message ?? e}`)
+        process.exit(1)
+      }
       const stop = (): void => { d.shutdown(false).catch(e => console.error(`rewindfs: ${e.message}`)) }
       process.once('SIGINT', stop)
       process.once('SIGTERM', stop)
@@ -238,7 +263,7 @@ export function program (): Command {
   p.command('log').addOption(ws)
     .description('List checkpoints, newest first.')
     .option('--branch <name>', 'only this branch')
-    .option('-n, --limit <n>', 'at most n checkpoints', v => Number(v), 100)
+    .option('-n, --limit <n>', 'at most n checkpoints', v => parseCount(v, 1), 100)
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  rewindfs log -n 10')
     .action(async (o: { workspace?: string, branch?: string, limit: number, json?: boolean }) => {
@@ -421,20 +446,6 @@ export function program (): Command {
       if (!r.ok) process.exitCode = 1
     })
   return p
-}
-
-/** A count from the command line. */
-function parseCount (s: string): number {
-  if (!/^\d+$/.test(s.trim()) || !Number.isSafeInteger(Number(s))) throw new CliError(`"${s}" is not a count: give a whole number such as 20`)
-  return Number(s)
-}
-
-/** A duration in ms from "7d", "12h", "30m", "0" (the `ms` package). */
-function parseDuration (s: string): number {
-  const t = s.trim()
-  const n = t === '0' ? 0 : /^\d+(\.\d+)?$/.test(t) ? NaN : ms(t as ms.StringValue)
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new CliError(`"${s}" is not a duration: give a number with a unit such as 7d, 12h, 30m or 45s (0 for none)`)
-  return n
 }
 
 function fmtBytes (n: number): string {
