@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The rewindfs command line (commander). Every command but `mount` and
- * `daemon` is a client of the daemon's websocket protocol.
+ * `daemon` is a client of the daemon's websocket protocol; `gc`, `verify`,
+ * `log` and `pin` open the store themselves when its daemon is not running.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -20,6 +21,7 @@ import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } fr
 import type { CheckpointInfo } from './api.js'
 import { verifyStore, VerifyError, lossSummary, type VerifyReport } from './verify.js'
 import { repairStore, RepairError } from './repair.js'
+import { logStopped, pinStopped, OfflineError } from './offline.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -72,6 +74,29 @@ async function connect (opts: { workspace?: string }): Promise<RewindClient> {
   }
 }
 
+/**
+ * The store a command that also works on a stopped store acts on (--store,
+ * else the workspace's), and the workspace of its running daemon (null
+ * when none runs: the command then opens the store itself).
+ */
+function storeOf (o: { workspace?: string, store?: string }): { store: string, daemon: string | null } {
+  const loc = o.store !== undefined ? null : locate(o)
+  const store = loc ? loc.store : path.resolve(o.store!)
+  const d = runningDaemon(store)
+  if (!d) return { store, daemon: null }
+  const ws = loc?.workspace ?? d.workspace
+  if (ws === null) throw new CliError(`the daemon (pid ${d.pid}) holds the store ${store} but its daemon.json names no workspace: run the command with -w WORKSPACE`)
+  return { store, daemon: ws }
+}
+
+/** Runs `fn` on a stopped store; its errors (no store, locked, unknown checkpoint) become one line. */
+async function offline<T> (fn: () => Promise<T>): Promise<T> {
+  try { return await fn() } catch (e) {
+    if (e instanceof OfflineError) throw new CliError(e.message)
+    throw e
+  }
+}
+
 async function withClient<T> (opts: { workspace?: string }, fn: (c: RewindClient) => Promise<T>): Promise<T> {
   const c = await connect(opts)
   try { return await fn(c) } finally { await c.close().catch(() => {}) }
@@ -103,6 +128,28 @@ function runningDaemon (store: string): { pid: number, workspace: string | null 
   try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch { return null }
   if (typeof info.pid !== 'number' || !alive(info.pid)) return null
   return { pid: info.pid, workspace: typeof info.workspace === 'string' ? info.workspace : null }
+}
+
+/**
+ * Why `p` is not shown at checkpoint `id`, with where to look instead: the
+ * nearest directory that exists there, whether `p` exists now, diff and log.
+ */
+async function missingAt (c: RewindClient, id: number, p: string): Promise<string> {
+  const parts = p.split('/').filter(x => x !== '')
+  let dir = ''
+  for (let n = parts.length - 1; n > 0; n--) {
+    const d = parts.slice(0, n).join('/')
+    const st = await c.stat({ id, path: d })
+    if (st?.type === 'dir') { dir = d; break }
+  }
+  const now = await c.stat({ path: p })
+  const hints = [
+    now ? `it exists in the workspace now, so it was created after checkpoint ${id}` : null,
+    `rewindfs show ${id}:${dir === '' ? '/' : dir} lists ${dir === '' ? 'the top directory' : dir} as it was then`,
+    `rewindfs diff ${id} lists what changed since`,
+    'rewindfs log lists the checkpoints'
+  ].filter(h => h !== null)
+  return `${p} does not exist at checkpoint ${id}: ${hints.join('; ')}`
 }
 
 /** True while process `pid` runs (a zombie waiting for its parent to reap it has exited). */
@@ -265,9 +312,13 @@ export function program (): Command {
     .option('--branch <name>', 'only this branch')
     .option('-n, --limit <n>', 'at most n checkpoints', v => parseCount(v, 1), 100)
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExample:\n  rewindfs log -n 10')
-    .action(async (o: { workspace?: string, branch?: string, limit: number, json?: boolean }) => {
-      const [list, total] = await withClient(o, async c => [await c.log({ branch: o.branch, limit: o.limit }), (await c.status()).checkpoints] as const)
+    .addHelpText('after', '\nWorks on a stopped workspace too (it reads the store, as gc and verify do).\n\nExample:\n  rewindfs log -n 10')
+    .option('--store <dir>', 'a store directory (default: the workspace\'s); read directly when its daemon is not running')
+    .action(async (o: { workspace?: string, store?: string, branch?: string, limit: number, json?: boolean }) => {
+      const { store, daemon } = storeOf(o)
+      const [list, total] = daemon
+        ? await withClient({ workspace: daemon }, async c => [await c.log({ branch: o.branch, limit: o.limit }), (await c.status()).checkpoints] as const)
+        : await offline(async () => { const r = await logStopped(store, { branch: o.branch, limit: o.limit }); return [r.list, r.total] as const })
       if (o.json) console.log(JSON.stringify(list))
       else {
         const width = Math.max(0, ...list.map(c => String(c.id).length))
@@ -306,7 +357,7 @@ export function program (): Command {
       const p0 = ref.slice(i + 1).replace(/^\/+/, '')
       await withClient(o, async c => {
         const st = await c.stat({ id, path: p0 })
-        if (!st) throw new CliError(`${p0} does not exist at checkpoint ${id}`)
+        if (!st) throw new CliError(await missingAt(c, id, p0))
         if (st.type === 'dir') { for (const e of await c.readdir({ id, path: p0 })) console.log(`${e.type === 'dir' ? e.path.split('/').pop() + '/' : e.path.split('/').pop()}`); return }
         if (st.type === 'symlink') { console.log(`-> ${st.target}`); return }
         for (let off = 0; off < st.size;) {
@@ -361,9 +412,14 @@ export function program (): Command {
   p.command('pin').addOption(ws).argument('<id>', 'checkpoint id')
     .description('Pin a checkpoint: garbage collection never removes it (--unpin undoes it).')
     .option('--unpin', 'remove the pin')
-    .addHelpText('after', '\nExample:\n  rewindfs pin 12          # keep #12 whatever gc\'s policy says')
-    .action(async (id: string, o: { workspace?: string, unpin?: boolean }) => {
-      const c = await withClient(o, async cl => await cl.pin({ id: parseId(id), pinned: o.unpin !== true }))
+    .option('--store <dir>', 'a store directory (default: the workspace\'s); written directly when its daemon is not running')
+    .addHelpText('after', '\nWorks on a stopped workspace too (it writes the pin into the store).\n\nExample:\n  rewindfs pin 12          # keep #12 whatever gc\'s policy says')
+    .action(async (id: string, o: { workspace?: string, store?: string, unpin?: boolean }) => {
+      const n = parseId(id)
+      const { store, daemon } = storeOf(o)
+      const c = daemon
+        ? await withClient({ workspace: daemon }, async cl => await cl.pin({ id: n, pinned: o.unpin !== true }))
+        : await offline(async () => await pinStopped(store, n, o.unpin !== true))
       console.log(`checkpoint #${c.id} ${c.pinned ? 'pinned' : 'unpinned'}`)
     })
 
