@@ -10,7 +10,6 @@ import os from 'node:os'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Command, Option } from 'commander'
-import bytes from 'bytes'
 import { parseCount, parseDuration, parsePort, parseSize } from './cli-parse.js'
 import { gcStore, GcError, DEFAULT_GC_POLICY } from './gc.js'
 import type { GcReport } from './api.js'
@@ -18,19 +17,15 @@ import { RewindClient, RewindError, ConnectionError, TimeoutError } from '../cli
 import { defaultStore, findWorkspace, register, registered } from './paths.js'
 import { mountState, fuseMounts } from './mounts.js'
 import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from './daemon.js'
-import type { CheckpointInfo } from './api.js'
 import { verifyStore, VerifyError, lossSummary, type VerifyReport } from './verify.js'
 import { repairStore, RepairError } from './repair.js'
 import { logStopped, pinStopped, OfflineError } from './offline.js'
+import { fmtMs, printCheckpoint, realCwd, warnCwdBelow, missingAt, printGcReport } from './cli-output.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
 /** An error the CLI reports as one line and exit status 1. */
 class CliError extends Error {}
-
-function fmtMs (ms: number): string { return ms < 10 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(1)} ms` }
-
-function fmtTime (ms: number): string { return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z') }
 
 function parseId (s: string): number {
   const m = /^#?(\d+)$/.exec(s.trim())
@@ -102,54 +97,12 @@ async function withClient<T> (opts: { workspace?: string }, fn: (c: RewindClient
   try { return await fn(c) } finally { await c.close().catch(() => {}) }
 }
 
-/** One line of `log`: id (padded to `width`), time, branch, inodes in the workspace at the checkpoint, pin, label. */
-function printCheckpoint (c: CheckpointInfo, width: number): void {
-  console.log(`${`#${c.id}`.padEnd(width + 1)}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} inodes ${c.pinned ? ' pinned ' : '        '}${c.label ?? ''}`)
-}
-
-/** The real path of this process's current directory, or null when it cannot be resolved (deleted, or under a dead mount). */
-function realCwd (): string | null {
-  try { return fs.realpathSync(process.cwd()) } catch { return null }
-}
-
-/**
- * Warns (stderr) when `cwd`, the CLI's current directory before the mount,
- * is the new mount point `dir` or below it: the shell's directory is then
- * the one under the mount, and what is written through it is not versioned.
- */
-function warnCwdBelow (dir: string, cwd: string | null): void {
-  if (cwd === null || (cwd !== dir && !cwd.startsWith(dir + '/'))) return
-  console.error(`rewindfs: warning: your shell's current directory is below the new mount: it still points at the directory underneath, so what you write there bypasses rewindfs (not versioned, and it leaks into later checkpoints). Run \`cd ${cwd}\` (full path) so your work goes through rewindfs`)
-}
-
 /** The running daemon that holds `store` (pid and workspace from its daemon.json), or null when none runs. */
 function runningDaemon (store: string): { pid: number, workspace: string | null } | null {
   let info: { pid?: unknown, workspace?: unknown }
   try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch { return null }
   if (typeof info.pid !== 'number' || !alive(info.pid)) return null
   return { pid: info.pid, workspace: typeof info.workspace === 'string' ? info.workspace : null }
-}
-
-/**
- * Why `p` is not shown at checkpoint `id`, with where to look instead: the
- * nearest directory that exists there, whether `p` exists now, diff and log.
- */
-async function missingAt (c: RewindClient, id: number, p: string): Promise<string> {
-  const parts = p.split('/').filter(x => x !== '')
-  let dir = ''
-  for (let n = parts.length - 1; n > 0; n--) {
-    const d = parts.slice(0, n).join('/')
-    const st = await c.stat({ id, path: d })
-    if (st?.type === 'dir') { dir = d; break }
-  }
-  const now = await c.stat({ path: p })
-  const hints = [
-    now ? `it exists in the workspace now, so it was created after checkpoint ${id}` : null,
-    `rewindfs show ${id}:${dir === '' ? '/' : dir} lists ${dir === '' ? 'the top directory' : dir} as it was then`,
-    `rewindfs diff ${id} lists what changed since`,
-    'rewindfs log lists the checkpoints'
-  ].filter(h => h !== null)
-  return `${p} does not exist at checkpoint ${id}: ${hints.join('; ')}`
 }
 
 /** True while process `pid` runs (a zombie waiting for its parent to reap it has exited). */
@@ -502,23 +455,6 @@ export function program (): Command {
       if (!r.ok) process.exitCode = 1
     })
   return p
-}
-
-function fmtBytes (n: number): string {
-  return bytes.format(n, { unitSeparator: ' ' }) ?? `${n} B`
-}
-
-function printGcReport (r: GcReport): void {
-  const cps = r.checkpoints
-  const verb = r.dryRun ? 'would be removed' : 'removed'
-  console.log(`${r.dryRun ? 'dry run: ' : ''}${cps.removed.length} of ${cps.before} checkpoints ${verb}${cps.removed.length ? ` (#${cps.removed.join(', #')})` : ''}; ${cps.kept} kept`)
-  if (r.branches.removed.length) console.log(`branches ${verb}: ${r.branches.removed.join(', ')}`)
-  console.log(`${verb}: ${r.nodes} table nodes and inode records, ${r.contexts} contexts, ${r.blocks.removed} blocks (${fmtBytes(r.blocks.bytes)})`)
-  if (!r.dryRun) {
-    console.log(`packs: ${r.packs.deleted} deleted, ${r.packs.compacted} compacted; ${fmtBytes(r.bytes.packsBefore)} -> ${fmtBytes(r.bytes.packsAfter)}; metadata ${fmtBytes(r.bytes.metaBefore)} -> ${fmtBytes(r.bytes.metaAfter)}`)
-    for (const n of r.packs.notCompacted) console.log(`  pack ${n.pack} not compacted: ${n.reason}`)
-  }
-  console.log(`space ${r.dryRun ? 'that would be returned (block bytes)' : 'returned'}: ${fmtBytes(r.bytes.returned)} (${fmtMs(r.ms)})`)
 }
 
 /** Runs the CLI; errors become one line on stderr and exit status 1. */
