@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The rewindfs command line (commander). Every command but `mount` and
- * `daemon` is a client of the daemon's websocket protocol.
+ * `daemon` is a client of the daemon's websocket protocol; `gc`, `verify`,
+ * `log` and `pin` open the store themselves when its daemon is not running.
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -9,28 +10,25 @@ import os from 'node:os'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Command, Option } from 'commander'
-import bytes from 'bytes'
-import ms from 'ms'
+import { parseCount, parseDuration, parsePort, parseSize } from './cli-parse.js'
 import { gcStore, GcError, DEFAULT_GC_POLICY } from './gc.js'
 import type { GcReport } from './api.js'
 import { RewindClient, RewindError, ConnectionError, TimeoutError } from '../client/client.js'
 import { defaultStore, findWorkspace, register, registered } from './paths.js'
 import { mountState, fuseMounts } from './mounts.js'
 import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from './daemon.js'
-import type { CheckpointInfo } from './api.js'
-import { verifyStore, VerifyError } from './verify.js'
+import { verifyStore, VerifyError, lossSummary, type VerifyReport } from './verify.js'
 import { repairStore, RepairError } from './repair.js'
 import { fullDiskNote } from './diskfull.js'
 import { safeLog, guardStdio, startChannel } from './log.js'
+import { logStopped, pinStopped, OfflineError } from './offline.js'
+import { fmtMs, printCheckpoint, realCwd, warnCwdBelow, missingAt, printGcReport } from './cli-output.js'
+
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
 /** An error the CLI reports as one line and exit status 1. */
 class CliError extends Error {}
-
-function fmtMs (ms: number): string { return ms < 10 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(1)} ms` }
-
-function fmtTime (ms: number): string { return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z') }
 
 function parseId (s: string): number {
   const m = /^#?(\d+)$/.exec(s.trim())
@@ -38,17 +36,13 @@ function parseId (s: string): number {
   return Number(m[1])
 }
 
-/** A size in bytes from "65536", "64MB", "1GB" (the `bytes` package; units are powers of 1024). */
-function parseSize (s: string): number {
-  const n = /^\d+$/.test(s.trim()) ? Number(s) : bytes.parse(s)
-  if (n === null || !Number.isSafeInteger(n) || n < 0) throw new CliError(`"${s}" is not a size: give bytes, or a number with a unit such as 64MB or 1GB`)
-  return n
-}
-
 /** The reserve from $REWINDFS_RESERVE (a size), or undefined for the default. */
 function envReserve (): number | undefined {
   const v = process.env.REWINDFS_RESERVE
-  return v === undefined || v === '' ? undefined : parseSize(v)
+  if (v === undefined || v === '') return undefined
+  try { return parseSize(v) } catch (e) {
+    throw new CliError(`REWINDFS_RESERVE="${v}" is not a size: ${(e as Error).message} (or unset it for the default 64MB)`)
+  }
 }
 
 /** The workspace a command acts on: -w, else the registered workspace containing the cwd. */
@@ -78,14 +72,40 @@ async function connect (opts: { workspace?: string }): Promise<RewindClient> {
   }
 }
 
+/**
+ * The store a command that also works on a stopped store acts on (--store,
+ * else the workspace's), and the workspace of its running daemon (null
+ * when none runs: the command then opens the store itself).
+ */
+function storeOf (o: { workspace?: string, store?: string }): { store: string, daemon: string | null } {
+  const loc = o.store !== undefined ? null : locate(o)
+  const store = loc ? loc.store : path.resolve(o.store!)
+  const d = runningDaemon(store)
+  if (!d) return { store, daemon: null }
+  const ws = loc?.workspace ?? d.workspace
+  if (ws === null) throw new CliError(`the daemon (pid ${d.pid}) holds the store ${store} but its daemon.json names no workspace: run the command with -w WORKSPACE`)
+  return { store, daemon: ws }
+}
+
+/** Runs `fn` on a stopped store; its errors (no store, locked, unknown checkpoint) become one line. */
+async function offline<T> (fn: () => Promise<T>): Promise<T> {
+  try { return await fn() } catch (e) {
+    if (e instanceof OfflineError) throw new CliError(e.message)
+    throw e
+  }
+}
+
 async function withClient<T> (opts: { workspace?: string }, fn: (c: RewindClient) => Promise<T>): Promise<T> {
   const c = await connect(opts)
   try { return await fn(c) } finally { await c.close().catch(() => {}) }
 }
 
-/** One line of `log`: id (padded to `width`), time, branch, inodes in the workspace at the checkpoint, pin, label. */
-function printCheckpoint (c: CheckpointInfo, width: number): void {
-  console.log(`${`#${c.id}`.padEnd(width + 1)}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} inodes ${c.pinned ? ' pinned ' : '        '}${c.label ?? ''}`)
+/** The running daemon that holds `store` (pid and workspace from its daemon.json), or null when none runs. */
+function runningDaemon (store: string): { pid: number, workspace: string | null } | null {
+  let info: { pid?: unknown, workspace?: unknown }
+  try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch { return null }
+  if (typeof info.pid !== 'number' || !alive(info.pid)) return null
+  return { pid: info.pid, workspace: typeof info.workspace === 'string' ? info.workspace : null }
 }
 
 /** True while process `pid` runs (a zombie waiting for its parent to reap it has exited). */
@@ -117,6 +137,9 @@ async function waitReady (store: string, dir: string, pid: number, logFile: stri
   const full = fullDiskNote(store, `run rewindfs mount ${dir} again`, tail)
   const how = exited !== null ? ` (exit ${exited})` : ' within 60 s'
   if (full) throw new CliError(`the daemon did not start${how}: ${full}${tail ? `\nit said:\n${tail}` : ''}\n(log: ${logFile})`)
+  // the daemon's own one-line reason (startDaemon's errors say what to do)
+  const last = tail.split('\n').at(-1) ?? ''
+  if (exited !== null && last.startsWith('rewindfs: ')) throw new CliError(`the daemon did not start: ${last.slice(10)} (log: ${logFile})`)
   throw new CliError(`the daemon did not start${how}:\n${tail || '(it said nothing: no log line, nothing on its stderr)'}\n(full log: ${logFile})`)
 }
 
@@ -141,7 +164,7 @@ export function program (): Command {
     .description('Mount DIR through rewindfs: you keep working in DIR; every write is versioned.')
     .option('--store <dir>', 'store directory (default: under $REWINDFS_HOME, /var/lib/rewindfs for root)')
     .option('--foreground', 'run the daemon in this process (logs to stderr) instead of in the background')
-    .option('--port <n>', 'loopback TCP port for the protocol (default: any free port)', v => Number(v))
+    .option('--port <n>', 'loopback TCP port for the protocol, 0..65535 (default 0: any free port)', parsePort)
     .option('--reserve <size>', 'space kept free on the store\'s filesystem for checkpoints; new data is refused with ENOSPC below it (e.g. 64MB, 1GB; default $REWINDFS_RESERVE or 64MB)', parseSize)
     .addHelpText('after', '\nExample:\n  rewindfs mount ~/project && cd ~/project && rewindfs checkpoint -m "before refactor"')
     .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number, reserve?: number }) => {
@@ -165,11 +188,13 @@ export function program (): Command {
       const store = path.resolve(o.store ?? registered(abs) ?? defaultStore(abs))
       if (store === abs || store.startsWith(abs + '/')) throw new CliError(`the store ${store} would be inside the workspace ${abs}: give --store a directory outside it (or set REWINDFS_HOME)`)
       register(abs, store)
+      const cwdBefore = realCwd()
       if (o.foreground) {
         guardStdio()
         const d = await startDaemon({ dir: abs, store, port: o.port, reserve: o.reserve ?? envReserve(), log: safeLog(2) })
         console.error(`rewindfs: ${abs} mounted (store ${store}); Ctrl-C unmounts and writes the final state back`)
         armStop(d)
+        warnCwdBelow(abs, cwdBefore)
         await d.closed
         return
       }
@@ -181,7 +206,7 @@ export function program (): Command {
       }
       // fd 3: the start channel, a pipe on which the daemon also says what it logs until it is ready
       const args = [path.join(here, 'cli.js'), 'daemon', abs, '--store', store, '--start-fd', '3']
-      if (o.port) args.push('--port', String(o.port))
+      if (o.port !== undefined) args.push('--port', String(o.port))
       if (o.reserve !== undefined) args.push('--reserve', String(o.reserve))
       const logStart = fs.fstatSync(out).size
       const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out, 'pipe'] })
@@ -198,9 +223,10 @@ export function program (): Command {
       // say what the daemon said about this start (a resume after a crash, a cleared mount)
       const lines = (logTail(logFile, logStart, 1000) || said).split('\n').filter(l => l.startsWith('rewindfs: ')).map(l => l.slice(10))
       for (const l of lines) console.log(l)
+      warnCwdBelow(abs, cwdBefore)
     })
 
-  p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', v => Number(v))
+  p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', parsePort)
     .option('--reserve <size>', '', parseSize)
     .option('--start-fd <n>', 'a pipe to the CLI that started it: what it logs until it is ready goes there too', v => Number(v))
     .action(async (dir: string, o: { store: string, port?: number, reserve?: number, startFd?: number }) => {
@@ -213,9 +239,10 @@ export function program (): Command {
         register(path.resolve(dir), path.resolve(o.store))
         d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port, reserve: o.reserve ?? envReserve(), log })
       } catch (e: any) {
-        channel.log(`rewindfs: ${e?.message ?? e}`)
+        // startDaemon unmounted what it mounted; exit now, whatever handles the binding still holds
+        log(`rewindfs: ${e?.message ?? e}`)
         channel.close()
-        throw e
+        process.exit(1)
       }
       channel.close()
       armStop(d)
@@ -285,11 +312,15 @@ export function program (): Command {
   p.command('log').addOption(ws)
     .description('List checkpoints, newest first.')
     .option('--branch <name>', 'only this branch')
-    .option('-n, --limit <n>', 'at most n checkpoints', v => Number(v), 100)
+    .option('-n, --limit <n>', 'at most n checkpoints', v => parseCount(v, 1), 100)
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExample:\n  rewindfs log -n 10')
-    .action(async (o: { workspace?: string, branch?: string, limit: number, json?: boolean }) => {
-      const [list, total] = await withClient(o, async c => [await c.log({ branch: o.branch, limit: o.limit }), (await c.status()).checkpoints] as const)
+    .addHelpText('after', '\nWorks on a stopped workspace too (it reads the store, as gc and verify do).\n\nExample:\n  rewindfs log -n 10')
+    .option('--store <dir>', 'a store directory (default: the workspace\'s); read directly when its daemon is not running')
+    .action(async (o: { workspace?: string, store?: string, branch?: string, limit: number, json?: boolean }) => {
+      const { store, daemon } = storeOf(o)
+      const [list, total] = daemon
+        ? await withClient({ workspace: daemon }, async c => [await c.log({ branch: o.branch, limit: o.limit }), (await c.status()).checkpoints] as const)
+        : await offline(async () => { const r = await logStopped(store, { branch: o.branch, limit: o.limit }); return [r.list, r.total] as const })
       if (o.json) console.log(JSON.stringify(list))
       else {
         const width = Math.max(0, ...list.map(c => String(c.id).length))
@@ -328,7 +359,7 @@ export function program (): Command {
       const p0 = ref.slice(i + 1).replace(/^\/+/, '')
       await withClient(o, async c => {
         const st = await c.stat({ id, path: p0 })
-        if (!st) throw new CliError(`${p0} does not exist at checkpoint ${id}`)
+        if (!st) throw new CliError(await missingAt(c, id, p0))
         if (st.type === 'dir') { for (const e of await c.readdir({ id, path: p0 })) console.log(`${e.type === 'dir' ? e.path.split('/').pop() + '/' : e.path.split('/').pop()}`); return }
         if (st.type === 'symlink') { console.log(`-> ${st.target}`); return }
         for (let off = 0; off < st.size;) {
@@ -383,9 +414,14 @@ export function program (): Command {
   p.command('pin').addOption(ws).argument('<id>', 'checkpoint id')
     .description('Pin a checkpoint: garbage collection never removes it (--unpin undoes it).')
     .option('--unpin', 'remove the pin')
-    .addHelpText('after', '\nExample:\n  rewindfs pin 12          # keep #12 whatever gc\'s policy says')
-    .action(async (id: string, o: { workspace?: string, unpin?: boolean }) => {
-      const c = await withClient(o, async cl => await cl.pin({ id: parseId(id), pinned: o.unpin !== true }))
+    .option('--store <dir>', 'a store directory (default: the workspace\'s); written directly when its daemon is not running')
+    .addHelpText('after', '\nWorks on a stopped workspace too (it writes the pin into the store).\n\nExample:\n  rewindfs pin 12          # keep #12 whatever gc\'s policy says')
+    .action(async (id: string, o: { workspace?: string, store?: string, unpin?: boolean }) => {
+      const n = parseId(id)
+      const { store, daemon } = storeOf(o)
+      const c = daemon
+        ? await withClient({ workspace: daemon }, async cl => await cl.pin({ id: n, pinned: o.unpin !== true }))
+        : await offline(async () => await pinStopped(store, n, o.unpin !== true))
       console.log(`checkpoint #${c.id} ${c.pinned ? 'pinned' : 'unpinned'}`)
     })
 
@@ -407,11 +443,10 @@ export function program (): Command {
       }
       const loc = o.store !== undefined ? null : locate(o)
       const store = loc ? loc.store : path.resolve(o.store!)
-      let info: { pid?: number } | null = null
-      try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch {}
+      const d = runningDaemon(store)
       let r: GcReport
-      if (info && typeof info.pid === 'number' && alive(info.pid)) {
-        if (!loc) throw new CliError(`the daemon (pid ${info.pid}) holds the store ${store}: run rewindfs gc -w WORKSPACE to ask it`)
+      if (d) {
+        if (!loc) throw new CliError(`the daemon (pid ${d.pid}) holds the store ${store}: run rewindfs gc -w ${d.workspace ?? 'WORKSPACE'} to ask it`)
         r = await withClient(o, async c => await c.gc(policy, { timeoutMs: 3600000 }))
       } else {
         try { r = await gcStore(store, policy) } catch (e) {
@@ -432,13 +467,13 @@ export function program (): Command {
     .action(async (o: { workspace?: string, store?: string, json?: boolean, repair?: boolean }) => {
       const loc = o.store !== undefined ? null : locate(o)
       const store = loc ? loc.store : path.resolve(o.store!)
-      const unmount = loc ? `rewindfs unmount -w ${loc.workspace}` : 'rewindfs unmount -w DIR'
-      let info: { pid?: number } | null = null
-      try { info = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) } catch {}
-      if (info && typeof info.pid === 'number' && alive(info.pid)) {
-        throw new CliError(`the daemon for this workspace is running (pid ${info.pid}) and holds the store; verify reads the store alone: ${unmount}, then rewindfs verify`)
+      const d = runningDaemon(store)
+      if (d) {
+        const ws = loc?.workspace ?? d.workspace
+        const unmount = ws !== null ? `rewindfs unmount -w ${ws}` : `rewindfs unmount (in the workspace whose store is ${store})`
+        throw new CliError(`the daemon for this workspace is running (pid ${d.pid}) and holds the store; verify reads the store alone: ${unmount}, then rewindfs verify${o.store !== undefined ? ` --store ${store}` : ''}${o.repair ? ' --repair' : ''}`)
       }
-      let r
+      let r: VerifyReport
       if (o.repair) {
         let rep
         try { rep = await repairStore(store, { reserve: envReserve() }) } catch (e) {
@@ -461,6 +496,8 @@ export function program (): Command {
       if (o.json) console.log(JSON.stringify(r))
       else {
         for (const pr of r.problems) console.log(`${pr.code}: ${pr.message}`)
+        const lost = lossSummary(r, o.repair === true)
+        if (lost) console.log(`LOST: ${lost}`)
         const c = r.counts
         console.log(`${r.ok ? 'clean' : `${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}`}: ${c.checkpoints} checkpoints, ${c.tables} inode tables, ${c.records} records, ${c.frozen} frozen lower paths, ${c.blocks} blocks (${c.bytes} bytes) checked in ${r.store}`)
       }
@@ -486,37 +523,6 @@ function armStop (d: { shutdown: (discard: boolean) => Promise<void> }): void {
   }
   process.once('SIGINT', stop)
   process.once('SIGTERM', stop)
-}
-
-/** A count from the command line. */
-function parseCount (s: string): number {
-  if (!/^\d+$/.test(s.trim()) || !Number.isSafeInteger(Number(s))) throw new CliError(`"${s}" is not a count: give a whole number such as 20`)
-  return Number(s)
-}
-
-/** A duration in ms from "7d", "12h", "30m", "0" (the `ms` package). */
-function parseDuration (s: string): number {
-  const t = s.trim()
-  const n = t === '0' ? 0 : /^\d+(\.\d+)?$/.test(t) ? NaN : ms(t as ms.StringValue)
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new CliError(`"${s}" is not a duration: give a number with a unit such as 7d, 12h, 30m or 45s (0 for none)`)
-  return n
-}
-
-function fmtBytes (n: number): string {
-  return bytes.format(n, { unitSeparator: ' ' }) ?? `${n} B`
-}
-
-function printGcReport (r: GcReport): void {
-  const cps = r.checkpoints
-  const verb = r.dryRun ? 'would be removed' : 'removed'
-  console.log(`${r.dryRun ? 'dry run: ' : ''}${cps.removed.length} of ${cps.before} checkpoints ${verb}${cps.removed.length ? ` (#${cps.removed.join(', #')})` : ''}; ${cps.kept} kept`)
-  if (r.branches.removed.length) console.log(`branches ${verb}: ${r.branches.removed.join(', ')}`)
-  console.log(`${verb}: ${r.nodes} table nodes and inode records, ${r.contexts} contexts, ${r.frozen} frozen copies, ${r.blocks.removed} blocks (${fmtBytes(r.blocks.bytes)})`)
-  if (!r.dryRun) {
-    console.log(`packs: ${r.packs.deleted} deleted, ${r.packs.compacted} compacted; ${fmtBytes(r.bytes.packsBefore)} -> ${fmtBytes(r.bytes.packsAfter)}; metadata ${fmtBytes(r.bytes.metaBefore)} -> ${fmtBytes(r.bytes.metaAfter)}`)
-    for (const n of r.packs.notCompacted) console.log(`  pack ${n.pack} not compacted: ${n.reason}`)
-  }
-  console.log(`space ${r.dryRun ? 'that would be returned (block bytes)' : 'returned'}: ${fmtBytes(r.bytes.returned)} (${fmtMs(r.ms)})`)
 }
 
 /** Runs the CLI; errors become one line on stderr and exit status 1. */

@@ -77,6 +77,8 @@ export function checkFuseAvailable (): void {
 /** Starts a daemon for `dir`: returns once the workspace is mounted and the server listens. */
 export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const log = o.log ?? ((m: string) => process.stderr.write(m + '\n'))
+  const port = o.port ?? 0
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port ${o.port} is not a port: give a whole number from 0 to 65535 (0 = any free port)`)
   checkFuseAvailable()
   // a dead mount first: stat of its mount point fails with ENOTCONN until it is cleared
   const ms = mountState(o.dir)
@@ -147,19 +149,8 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   }
 
   const live = ws
+  // constructed here, mounted once the server listens (a bad or busy port must fail before anything is mounted)
   const fuse = new FuseMount({ mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live) })
-  await fuse.mount()
-  state.mounted = true
-  try {
-    if (!resumed) await gens.mark(ws, { label: 'mount' })
-    else await gens.saveState(ws)
-  } catch (e) {
-    // (a full disk) do not leave a mount nobody serves
-    await fuse.unmount().catch(() => {})
-    ws.close(); blocks.close(); await db.close().catch(() => {})
-    try { fs.closeSync(dirFd) } catch {}
-    throw e
-  }
 
   let server: RewindServer | null = null
   let phase: 'MOUNTED' | 'UNMOUNTING' | 'CLOSED' = 'MOUNTED'
@@ -287,8 +278,63 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
       try { return await run } finally { gcRun = null }
     }
   })
-  const token = await loadOrCreateToken(o.store)
-  server = await startServer({ api: service, token, port: o.port ?? 0 })
-  await writeConnectionFile(o.store, { port: server.port, socket: server.socketPath, pid: process.pid, workspace: o.dir })
+  /** closes what startDaemon opened, when it fails before it is running */
+  const abandon = async (mounted: boolean): Promise<void> => {
+    phase = 'CLOSED'
+    if (mounted) await fuse.unmount().catch(async () => await run('fusermount', ['-uz', o.dir]).catch(() => {}))
+    await server?.close().catch(() => {})
+    ws.close()
+    try { fs.closeSync(dirFd) } catch {}
+    blocks.close()
+    await db.close().catch(() => {})
+    resolveClosed()
+  }
+  let ready = false
+  try {
+    const token = await loadOrCreateToken(o.store)
+    server = await startServer({ api: untilReady(service, () => ready), token, port })
+  } catch (e) {
+    await abandon(false)
+    throw listenError(e, port)
+  }
+  let mounted = false
+  try {
+    await fuse.mount()
+    mounted = true
+    state.mounted = true
+    if (!resumed) await gens.mark(ws, { label: 'mount' })
+    else await gens.saveState(ws)
+    await writeConnectionFile(o.store, { port: server.port, socket: server.socketPath, pid: process.pid, workspace: o.dir })
+  } catch (e) {
+    // nothing was written back and DIR is as it was: unmount, so no mount is left without its daemon
+    await abandon(mounted)
+    throw e
+  }
+  ready = true
   return { closed, shutdown }
+}
+
+/**
+ * `api` answering E_NOT_MOUNTED until `ready()` (the server listens before
+ * the workspace is mounted, so that a bad port fails before the mount).
+ */
+function untilReady (api: Service, ready: () => boolean): Service {
+  return new Proxy(api, {
+    get (target, key, receiver) {
+      const v = Reflect.get(target, key, receiver)
+      if (typeof v !== 'function') return v
+      return (...args: unknown[]) => {
+        if (!ready()) throw new ApiError('E_NOT_MOUNTED', 'the daemon is still mounting the workspace; try again in a moment')
+        return v.apply(target, args)
+      }
+    }
+  })
+}
+
+/** The error of a failed listen on `port`, in one line that says what to do (EADDRINUSE, EACCES), else `e`. */
+export function listenError (e: unknown, port: number): Error {
+  const code = (e as { code?: string })?.code
+  if (code === 'EADDRINUSE') return new Error(`port ${port} is in use by another process: pick another with --port, or 0 for any free port`)
+  if (code === 'EACCES') return new Error(`port ${port} may not be used by this user (ports below 1024 need root): pick another with --port, or 0 for any free port`)
+  return e instanceof Error ? e : new Error(String(e))
 }

@@ -58,6 +58,7 @@ import type { BlockStore } from './store/blocks.js'
 import { RECORD_HEADER_SIZE, PACK_HEADER_SIZE } from './store/pack.js'
 import type { FrozenPath } from './lower.js'
 import type { GcPolicy, GcReport } from './api.js'
+import { META_GC_REMOVED, addRanges, asRanges } from './losses.js'
 
 export type { GcPolicy, GcReport } from './api.js'
 
@@ -323,6 +324,8 @@ async function dropCheckpoints (db: StoreDb, gens: Generations, choice: Choice):
   if (choice.dropped.length === 0 && choice.branchesChanged.length === 0 && choice.branchesRemoved.length === 0) return
   const batch = db.batch()
   for (const id of choice.dropped) batch.del('checkpoint', id)
+  // remembered, so verify does not take these gaps for lost checkpoints (daemon/losses.ts)
+  if (choice.dropped.length > 0) batch.put('meta', META_GC_REMOVED, addRanges(asRanges(await db.get('meta', META_GC_REMOVED)), choice.dropped))
   const rewritten: CheckpointRecord[] = []
   for (const [id, parent] of choice.reparent) {
     const c = { ...gens.checkpoints.get(id)!, parent }

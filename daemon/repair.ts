@@ -33,6 +33,15 @@
  * files it cannot use into meta/lost/. And it does not start on a disk
  * without room for that copy, LevelDB's rewritten tables and the reserve:
  * on a full disk LevelDB's repair itself fails half way.
+ *
+ * Lost history is reported, never passed off as clean (daemon/losses.ts):
+ * checkpoints whose records LevelDB's repair could not bring back (ids
+ * below the highest the store remembers, not removed by gc), a lost state
+ * record, and the content the packs still hold that no checkpoint reaches
+ * (count and bytes), with the warning that `rewindfs gc` would delete it.
+ * Those are problems of the report after the repair, so the CLI exits 1.
+ * `meta.nextBlockId` is always raised above every id in the packs, so new
+ * blocks never reuse the id of one the packs hold.
  */
 import path from 'node:path'
 import fs from 'node:fs'
@@ -60,6 +69,8 @@ export interface RepairReport {
 export class RepairError extends Error {
   constructor (message: string, readonly code: 'E_NO_STORE' | 'E_LOCKED' | 'E_OPEN' | 'E_NO_SPACE') { super(message) }
 }
+
+type PackScan = Awaited<ReturnType<BlockStore['scanPacks']>>
 
 const BLOCK_PROBLEMS = new Set(['E_BLOCK_UNREADABLE', 'E_BLOCK_LENGTH', 'E_BLOCK_HASH', 'E_MISSING_BLOCK'])
 
@@ -160,17 +171,22 @@ async function repairWith (store: string, location: string): Promise<RepairRepor
     let blocks = await BlockStore.open(store, db, { checkPacks: false })
     try { rewriteHeaders(blocks, actions) } catch (e) { blocks.close(); throw e }
     let before: VerifyReport | null
+    let scanned: Map<BlockId, number>
     try {
-      before = await verifyOpened(store, db, blocks)
+      const scan = await blocks.scanPacks()
+      for (const u of scan.unreadable) actions.push(`skipped a pack that cannot be scanned: ${u}`)
+      scanned = new Map([...scan.byId].map(([id, b]) => [id, b.location.length]))
+      before = await verifyOpened(store, db, blocks, { scanned })
       const ids = new Set<BlockId>()
       for (const p of before.problems) if (BLOCK_PROBLEMS.has(p.code) && p.blockId !== undefined) ids.add(p.blockId)
-      if (ids.size > 0) await rebuildBlocks(db, blocks, ids, actions)
+      if (ids.size > 0) await rebuildBlocks(db, blocks, scan, ids, actions)
+      await raiseNextBlockId(db, scan, actions)
     } finally {
       blocks.close()
     }
     blocks = await BlockStore.open(store, db, { checkPacks: false })
     try {
-      const after = await verifyOpened(store, db, blocks)
+      const after = await verifyOpened(store, db, blocks, { scanned, repaired: true })
       return { store, actions, before: opened ? before : null, after }
     } finally {
       blocks.close()
@@ -226,9 +242,7 @@ function rewriteHeaders (blocks: BlockStore, actions: string[]): void {
  * nextBlockId above every id in the packs; removes the index records of
  * blocks whose bytes are gone with no copy (so the store mounts).
  */
-async function rebuildBlocks (db: StoreDb, blocks: BlockStore, ids: Set<BlockId>, actions: string[]): Promise<void> {
-  const scan = await blocks.scanPacks()
-  for (const u of scan.unreadable) actions.push(`skipped a pack that cannot be scanned: ${u}`)
+async function rebuildBlocks (db: StoreDb, blocks: BlockStore, scan: PackScan, ids: Set<BlockId>, actions: string[]): Promise<void> {
   const batch = db.batch()
   const gone: BlockId[] = []
   let fixed = 0
@@ -250,19 +264,26 @@ async function rebuildBlocks (db: StoreDb, blocks: BlockStore, ids: Set<BlockId>
     const was = blocks.has(id) ? `was at pack ${blocks.location(id).pack} offset ${blocks.location(id).offset} and could not be read back intact` : 'was missing from the index'
     actions.push(`block ${id} ${was}; now points at ${found.id === id ? 'its' : `an identical block's (id ${found.id})`} record in pack ${rec.pack} at offset ${rec.offset}`)
   }
-  let maxId = 0
-  for (const id of scan.byId.keys()) maxId = Math.max(maxId, id)
-  const next = await db.get<number>('meta', META_NEXT_BLOCK_ID) ?? 1
-  if (maxId + 1 > next) {
-    batch.put('meta', META_NEXT_BLOCK_ID, maxId + 1)
-    actions.push(`nextBlockId raised from ${next} to ${maxId + 1} (ids found in the packs)`)
-  }
   if (batch.length > 0) await batch.write({ sync: true })
   if (fixed < ids.size) actions.push(`${ids.size - fixed} of ${ids.size} damaged or missing blocks have no intact copy in any pack (${scan.records} records scanned): see the problems below`)
   if (gone.length > 0) {
     actions.push(`the index records of ${gone.length} block${gone.length === 1 ? '' : 's'} whose bytes are gone (${gone.slice(0, 10).join(', ')}${gone.length > 10 ? ', ...' : ''}) were removed, so the store mounts again: ` +
       'reading the files below that use them fails with EIO; restore a checkpoint without them, or delete those files')
   }
+}
+
+/**
+ * Raises `meta.nextBlockId` above every id found in the packs, so that new
+ * blocks never take the id of a block the packs hold (whether the index
+ * still knows it or lost it).
+ */
+async function raiseNextBlockId (db: StoreDb, scan: PackScan, actions: string[]): Promise<void> {
+  let maxId = 0
+  for (const id of scan.byId.keys()) maxId = Math.max(maxId, id)
+  const next = await db.get<number>('meta', META_NEXT_BLOCK_ID) ?? 1
+  if (maxId + 1 <= next) return
+  await db.batch().put('meta', META_NEXT_BLOCK_ID, maxId + 1).write({ sync: true })
+  actions.push(`nextBlockId raised from ${next} to ${maxId + 1} (ids found in the packs)`)
 }
 
 /** True when the bytes of block `id` can be read (its pack is there and long enough), whatever their hash. */

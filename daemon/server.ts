@@ -244,12 +244,21 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
     ws.on('close', () => { conns.delete(c) })
   })
 
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', reject)
-    const done = (): void => { http.off('error', reject); resolve() }
-    if (opts.socketPath !== undefined) http.listen(opts.socketPath, done)
-    else http.listen(opts.port ?? 0, host, done)
-  })
+  // ws re-emits the http server's errors on wss: without a listener there, a
+  // failed listen (EADDRINUSE) would be an uncaught exception instead of this rejection
+  try {
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject)
+      wss.once('error', reject)
+      const done = (): void => { http.off('error', reject); wss.off('error', reject); resolve() }
+      if (opts.socketPath !== undefined) http.listen(opts.socketPath, done)
+      else http.listen(opts.port ?? 0, host, done)
+    })
+  } catch (e) {
+    wss.close()
+    throw e
+  }
+  wss.on('error', () => { /* the listening server's errors: each connection handles its own */ })
   if (opts.socketPath !== undefined) await fs.chmod(opts.socketPath, 0o600)
   const addr = http.address()
   const port = opts.socketPath === undefined && addr !== null && typeof addr === 'object' ? (addr as AddressInfo).port : null

@@ -16,7 +16,11 @@
  *   and head are known checkpoints;
  * - the blocks of frozen lower paths (kind `lower`) exist;
  * - every indexed block re-reads with the right length and hash
- *   (BlockStore.verifyAll).
+ *   (BlockStore.verifyAll);
+ * - nothing was lost (daemon/losses.ts): every checkpoint id below the
+ *   highest the store remembers exists or was removed by gc, the state
+ *   record exists when the store holds data; when either fails, the packs
+ *   are scanned for the content no checkpoint reaches any more.
  *
  * Cost: O(store) reads — every node, record and block once — plus an
  * in-memory walk of each table (O(checkpoints × inodes)); verify is one of
@@ -27,11 +31,13 @@ import path from 'node:path'
 import type { BlockId, Ino } from './types.js'
 import { BLOCK_SIZE } from './types.js'
 import { StoreDb, META_DIR } from './store/db.js'
-import { BlockStore, type BlockRecord } from './store/blocks.js'
+import { BlockStore, BLOCK_REPAIR_HINT, BLOCK_LOST_HINT, type BlockRecord } from './store/blocks.js'
 import { StoreError } from './store/errors.js'
 import { type InodeRecord, decodeRecord, ROOT_INO } from './inode.js'
 import type { BranchRecord, CheckpointRecord, StoreState } from './generations.js'
 import type { FrozenPath } from './lower.js'
+import { PACK_HEADER_SIZE } from './store/pack.js'
+import { META_GC_REMOVED, asRanges, countRanges, describeLosses, fmtRanges, lastUnmountCheckpoint, missingIds, mib, unreachable, type Losses } from './losses.js'
 
 /** Codes of the problems verify reports. */
 export type VerifyProblemCode =
@@ -41,6 +47,7 @@ export type VerifyProblemCode =
   | 'E_DANGLING_ENTRY' | 'E_UNMATCHED_LINK'
   | 'E_MISSING_CONTEXT' | 'E_UNKNOWN_CHECKPOINT'
   | 'E_PACK_DAMAGED' // a pack is missing, has no pack header or is shorter than its blocks
+  | 'E_LOST_CHECKPOINTS' | 'E_NO_STATE' | 'E_UNREACHABLE_BLOCKS' // records lost (daemon/losses.ts)
 
 /** One problem: what is wrong in plain words, and where (as far as known). */
 export interface VerifyProblem {
@@ -71,6 +78,20 @@ export interface VerifyReport {
     /** bytes of those blocks */
     bytes: number
   }
+  /** what the store lost: checkpoints whose records are gone, the state record, content no checkpoint reaches (daemon/losses.ts) */
+  losses: Losses
+}
+
+/** Choices of verifyOpened. */
+export interface VerifyOptions {
+  /**
+   * intact block records found in the packs (id → bytes), from
+   * BlockStore.scanPacks: content no checkpoint reaches is counted against
+   * them. Without it the packs are scanned only when records were lost.
+   */
+  scanned?: Map<BlockId, number>
+  /** the report after a repair: damaged blocks get the advice for what repair could not fix, not "run repair" */
+  repaired?: boolean
 }
 
 /** Why verify could not run at all (no store, store locked by a daemon). */
@@ -122,11 +143,17 @@ export async function verifyStore (storeDir: string): Promise<VerifyReport> {
 }
 
 /** Verifies an opened store (for repair, which verifies before and after). Same checks as verifyStore. */
-export async function verifyOpened (store: string, db: StoreDb, blocks: BlockStore): Promise<VerifyReport> {
-  return await run(store, db, blocks)
+export async function verifyOpened (store: string, db: StoreDb, blocks: BlockStore, opts: VerifyOptions = {}): Promise<VerifyReport> {
+  return await run(store, db, blocks, opts)
 }
 
-async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<VerifyReport> {
+/** Intact block records of every pack: id → bytes (reads every pack once). */
+export async function scanBlockSizes (blocks: BlockStore): Promise<Map<BlockId, number>> {
+  const scan = await blocks.scanPacks()
+  return new Map([...scan.byId].map(([id, b]) => [id, b.location.length]))
+}
+
+async function run (store: string, db: StoreDb, blocks: BlockStore, opts: VerifyOptions = {}): Promise<VerifyReport> {
   const problems: VerifyProblem[] = []
   let dropped = 0
   const report = (p: VerifyProblem): void => { if (problems.length < MAX_PROBLEMS) problems.push(p); else dropped++ }
@@ -273,7 +300,9 @@ async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<Ver
   if (state && state.head !== null && !checkpoints.has(state.head)) {
     report({ code: 'E_UNKNOWN_CHECKPOINT', checkpoint: state.head, message: `the store's head checkpoint ${state.head} does not exist` })
   }
+  const branches: BranchRecord[] = []
   for await (const { value: br } of db.iterate<BranchRecord>('branch')) {
+    branches.push(br)
     for (const [what, id] of [['base', br.base], ['head', br.head]] as const) {
       if (id !== null && id !== undefined && !checkpoints.has(id)) {
         report({ code: 'E_UNKNOWN_CHECKPOINT', checkpoint: id, message: `branch ${br.name}: its ${what} checkpoint ${id} does not exist` })
@@ -291,6 +320,17 @@ async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<Ver
         if (!blocks.has(b)) report({ code: 'E_MISSING_BLOCK', path: p, blockId: b, message: `the frozen copy of ${p} (sessions ${f.from}..${f.to}) uses block ${b}, which is not in the block index` })
       }
     }
+  }
+
+  const losses = await findLosses(store, db, blocks, { checkpoints, state, branches, used: new Set(blockUsers.keys()), scanned: opts.scanned })
+  if (losses.checkpointCount > 0) {
+    report({ code: 'E_LOST_CHECKPOINTS', message: `the records of ${losses.checkpointCount} checkpoint${losses.checkpointCount === 1 ? '' : 's'} (${fmtRanges(losses.checkpoints)}) are missing: the store made checkpoints up to #${losses.highest} and garbage collection removed none of these; they cannot be restored` })
+  }
+  if (losses.stateMissing) {
+    report({ code: 'E_NO_STATE', message: 'the store\'s state record (head, current branch, counters) is missing while the store holds data: a mount would start over at checkpoint #1 as if the store were new' })
+  }
+  if ((losses.checkpointCount > 0 || losses.stateMissing) && (losses.unreachableBytes ?? 0) > 0) {
+    report({ code: 'E_UNREACHABLE_BLOCKS', message: `the packs hold ${losses.unreachableBlocks} blocks (${mib(losses.unreachableBytes!)} MiB) that no checkpoint reaches: content of the lost records. rewindfs gc would delete them; copy the store directory first if you want to keep them` })
   }
 
   for await (const { value } of db.iterate<BlockRecord>('block')) {
@@ -320,12 +360,39 @@ async function run (store: string, db: StoreDb, blocks: BlockStore): Promise<Ver
       const first = blockUsers.get(bp.blockId!)
       if (u.length === 0 && first) u.push(first)
       const named = u.length === 0 ? '' : `; used by ${u.slice(0, 5).join(', ')}${u.length > 5 ? ` and ${u.length - 5} more` : ''}`
-      report({ ...bp, message: bp.message + named })
+      const next = bp.code === 'E_MISSING_BLOCK' ? '' : `. ${opts.repaired === true ? BLOCK_LOST_HINT : BLOCK_REPAIR_HINT}`
+      report({ ...bp, message: bp.message + named + next })
     }
   }
 
   if (dropped > 0) problems.push({ code: problems[problems.length - 1]!.code, message: `... and ${dropped} more problems (only the first ${MAX_PROBLEMS} are listed)` })
-  return { store, ok: problems.length === 0, problems, counts }
+  return { store, ok: problems.length === 0, problems, counts, losses }
+}
+
+/** The losses of an opened store (daemon/losses.ts); scans the packs only when records were lost and `scanned` is not given. */
+async function findLosses (store: string, db: StoreDb, blocks: BlockStore, o: {
+  checkpoints: Map<number, CheckpointRecord>, state: StoreState | undefined, branches: BranchRecord[], used: Set<BlockId>, scanned?: Map<BlockId, number>
+}): Promise<Losses> {
+  const ids: number[] = [lastUnmountCheckpoint(store) ?? 0]
+  if (o.state) ids.push(o.state.nextCheckpoint - 1, o.state.head ?? 0)
+  for (const cp of o.checkpoints.values()) ids.push(cp.id, cp.parent ?? 0)
+  for (const br of o.branches) ids.push(br.base ?? 0, br.head ?? 0)
+  const highest = Math.max(0, ...ids.filter(i => Number.isSafeInteger(i)))
+  const removed = asRanges(await db.get('meta', META_GC_REMOVED))
+  const lost = missingIds(highest, o.checkpoints.keys(), removed)
+  let holdsData = o.checkpoints.size > 0
+  for await (const _ of db.keys('block')) { holdsData = true; break }
+  for (const size of blocks.packFiles.listPacks().values()) if (size > PACK_HEADER_SIZE) holdsData = true
+  const stateMissing = o.state === undefined && holdsData
+  let scanned = o.scanned
+  if (!scanned && (lost.length > 0 || stateMissing)) scanned = await scanBlockSizes(blocks)
+  const u = scanned ? unreachable(scanned, o.used) : null
+  return { highest, checkpoints: lost, checkpointCount: countRanges(lost), stateMissing, unreachableBlocks: u?.blocks ?? null, unreachableBytes: u?.bytes ?? null }
+}
+
+/** The plain-words summary of a report's losses (repair and verify print it), or null when nothing was lost. */
+export function lossSummary (r: VerifyReport, afterRepair: boolean): string | null {
+  return describeLosses(r.losses, afterRepair)
 }
 
 function joinPath (dir: string, name: string): string {

@@ -74,6 +74,14 @@ export interface ScannedBlock {
   hash: string
 }
 
+/** The next step after a damaged block (verify appends it to each block problem). */
+export const BLOCK_REPAIR_HINT = 'Next: `rewindfs verify --repair` points the block at an intact copy of its bytes if any pack holds one; ' +
+  'if none does, the block stays damaged and reading the files that use it fails with EIO (restore a checkpoint without them, or delete those files)'
+
+/** What is left to do with a damaged block that repair found no intact copy of. */
+export const BLOCK_LOST_HINT = 'No pack holds an intact copy of it, so repair cannot fix it: reading the files that use it fails with EIO ' +
+  '(restore a checkpoint without them, or delete those files)'
+
 /** Meta key of the next BlockId to allocate (a number). */
 export const META_NEXT_BLOCK_ID = 'nextBlockId'
 
@@ -528,7 +536,9 @@ export class BlockStore {
       header = this.packs.readRecordHeader(e)
       bytes = this.packs.read(e)
     } catch (err) {
-      return { code: 'E_BLOCK_UNREADABLE', blockId: id, location, message: `${where} cannot be read: ${(err as Error).message}` }
+      // the reader's own advice ("run rewindfs verify") is where this is printed: replaced by the next step
+      const why = (err as Error).message.replace(/; run `rewindfs verify`$/, '')
+      return { code: 'E_BLOCK_UNREADABLE', blockId: id, location, message: `${where} cannot be read: ${why}` }
     }
     if (header.length !== e.length) {
       return { code: 'E_BLOCK_LENGTH', blockId: id, location, message: `${where}: pack record says ${header.length} bytes` }
@@ -539,7 +549,8 @@ export class BlockStore {
         code: 'E_BLOCK_HASH',
         blockId: id,
         location,
-        message: `${where}: index hash ${hashHex(e.hash)}, record hash ${hashHex(header.hash)}, bytes hash ${hashHex(actual)}`
+        message: `${where}: index hash ${hashHex(e.hash)}, record hash ${hashHex(header.hash)}, bytes hash ${hashHex(actual)}: ` +
+          'its bytes changed after they were written (a disk error or an edit of the pack)'
       }
     }
     return undefined

@@ -1,0 +1,38 @@
+/**
+ * Parsers of the CLI's option values (commander's argParser). Each returns
+ * the value or throws commander's InvalidArgumentError, which commander
+ * prints as `error: option '--port <n>' argument 'abc' is invalid. <why>`
+ * and exit status 1, before any command runs.
+ */
+import { InvalidArgumentError } from 'commander'
+import bytes from 'bytes'
+import ms from 'ms'
+
+/** A TCP port: an integer 0..65535 (0 = any free port). */
+export function parsePort (s: string): number {
+  const t = s.trim()
+  if (!/^\d+$/.test(t) || Number(t) > 65535) throw new InvalidArgumentError('a port is a whole number from 0 to 65535 (0 = any free port)')
+  return Number(t)
+}
+
+/** A size in bytes from "65536", "64MB", "1GB" (the `bytes` package; units are powers of 1024). */
+export function parseSize (s: string): number {
+  const n = /^\d+$/.test(s.trim()) ? Number(s) : bytes.parse(s)
+  if (n === null || !Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError('give a size in bytes, or a number with a unit such as 64MB or 1GB')
+  return n
+}
+
+/** A count: a whole number >= `min`. */
+export function parseCount (s: string, min = 0): number {
+  const t = s.trim()
+  if (!/^\d+$/.test(t) || !Number.isSafeInteger(Number(t)) || Number(t) < min) throw new InvalidArgumentError(`give a whole number${min > 0 ? ` of at least ${min}` : ''}, such as 20`)
+  return Number(t)
+}
+
+/** A duration in ms from "7d", "12h", "30m", "45s", "0" (the `ms` package). A bare number other than 0 is refused (no unit). */
+export function parseDuration (s: string): number {
+  const t = s.trim()
+  const n = t === '0' ? 0 : /^\d+(\.\d+)?$/.test(t) ? NaN : ms(t as ms.StringValue)
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError('give a number with a unit such as 7d, 12h, 30m or 45s (0 for none)')
+  return n
+}
