@@ -140,7 +140,7 @@ function summary (tt: any): void {
   tt.comment(`fuzz: ${total.seeds} seeds, ${total.ops} ops, ${total.checkpoints} checkpoints, ${total.restores} restores compared, ${total.failures} failures`)
   tt.comment(`fuzz: ${total.held} descriptors held across a restore and checked (${total.stale} answered ESTALE or EIO)`)
   tt.comment(`fuzz: ${total.remounts} unmounts with write-back and remounts compared`)
-  tt.comment(`fuzz: ${total.limits} fstat ENOENT answers accepted as the documented limitation (name of the open file gone)`)
+  tt.comment(`fuzz: ${total.limits} fstat ESTALE (or ENOENT) answers accepted as the documented limitation (name of the open file gone)`)
 }
 
 function describe (f: Failure): object {

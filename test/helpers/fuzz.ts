@@ -403,7 +403,7 @@ export interface Counts {
   held: number
   /** of those, how many answered ESTALE or EIO */
   stale: number
-  /** outcomes accepted as a documented limitation (fstat of an fd whose name is gone: ENOENT) */
+  /** outcomes accepted as a documented limitation (fstat of an fd whose name is gone: ESTALE, ENOENT before the binding's ESTALE patch) */
   limits: number
 }
 
@@ -641,8 +641,9 @@ export class Lockstep {
         try { const st = statLite(fs.fstatSync(this.mnt.fds.get(op.s)!, { bigint: true })); this.slotIno.set(op.s, { ino: st.ino, type: st.type, readable: !op.fl.includes('O_WRONLY') }) } catch { this.slotIno.delete(op.s) }
       }
       // LIMITATION (README): libfuse 2.9 answers fstat without a file handle, by the name the
-      // file was opened by; once that name is gone it answers ENOENT (reads and writes still work)
-      if (op.k === 'fstat' && a.ok && b.err === 'ENOENT' && this.slotName.get(op.s) === null) { this.counts.limits++; return null }
+      // file was opened by; once that name is gone it answers ESTALE (the binding turns libfuse's
+      // ENOENT into ESTALE so that the kernel looks the name up again; reads and writes still work)
+      if (op.k === 'fstat' && a.ok && (b.err === 'ESTALE' || b.err === 'ENOENT') && this.slotName.get(op.s) === null) { this.counts.limits++; return null }
       // a descriptor open on one side only would make every later op on the slot differ: keep the slots in step
       if (op.k === 'open' && !!a.ok !== !!b.ok) {
         for (const side of [this.nat, this.mnt]) { const fd = side.fds.get(op.s); if (fd !== undefined) { side.fds.delete(op.s); fs.closeSync(fd) } }
