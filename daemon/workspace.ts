@@ -780,8 +780,9 @@ export class Workspace {
       if (from + n === BLOCK_SIZE) keepIfNoSpace(() => this.sealBlock(m, k))
     }
     m.mtime = m.ctime = nowNs()
-    // other names show a stale size and mtime now: more than one name, or one name the handle is not open by
-    if (m.links.length > 1 || (m.links.length === 1 && h.path === null)) this.linkedWrites.add(m.ino)
+    // other names show a stale size and mtime now: more than one name, or one name the handle is not open by,
+    // or another handle open by a name that is gone (its nameless node; openCount first: the usual write is O(1))
+    if (m.links.length > 1 || (m.links.length === 1 && h.path === null) || ((this.openCount.get(m.ino) ?? 0) > 1 && this.namelessOpen(m.ino, fh))) this.linkedWrites.add(m.ino)
     this.dirtyBytes += len
     if (this.dirtyDataBytes > DIRTY_DATA_LIMIT) keepIfNoSpace(() => this.sealAll())
     return len
@@ -815,6 +816,21 @@ export class Workspace {
     while (m.blocks!.length < count) m.blocks!.push(0)
     m.size = size
     m.mtime = m.ctime = nowNs()
+  }
+
+  /**
+   * True when a handle other than `exceptFh` is open on `ino` by a name that
+   * is gone (unlinked or replaced): libfuse keeps that handle's node without
+   * a name, so a change of the inode made through another name or handle
+   * cannot reach the kernel's cached attributes and pages of it by path
+   * (only [6] does). O(handles), and only when the inode has two or more
+   * handles or the one is not `exceptFh`.
+   */
+  namelessOpen (ino: Ino, exceptFh?: number): boolean {
+    const n = this.openCount.get(ino) ?? 0
+    if (n === 0 || (n === 1 && exceptFh !== undefined && this.handles.get(exceptFh)?.ino === ino)) return false
+    for (const [fh, h] of this.handles) if (h.ino === ino && h.path === null && !h.stale && fh !== exceptFh) return true
+    return false
   }
 
   /** True when an open handle's name is gone (unlinked or replaced): the kernel's caches of it are out of reach by path. O(handles). */

@@ -34,6 +34,15 @@ export interface AdapterOptions {
   log?: (msg: string) => void
 }
 
+/** What a change makes stale in the kernel beyond the node it came through (see answerAfterSiblings). */
+interface Refresh {
+  /** the inode's other names */
+  paths: string[]
+  /** a handle is open on the inode by a name that is gone (its node has no name) */
+  nameless: boolean
+}
+const NOTHING: Refresh = { paths: [], nameless: false }
+
 function toFuseStat (s: Stat): FuseStat {
   return s as unknown as FuseStat
 }
@@ -98,6 +107,14 @@ export class FuseMount {
    * the given paths and then answers the request, so that when the syscall
    * returns, a stat through any name is fresh (as natively).
    *
+   * A descriptor whose name is gone (unlinked, or replaced by a rename) keeps
+   * a kernel inode of its own that libfuse holds without a name, so no path
+   * reaches it; its cached attributes (filled by an ftruncate through it, for
+   * one) would show the old nlink, size or mode for attr_timeout where fstat
+   * natively shows the change (fuzz case nameless-fd-hardlink-attrs).
+   * `nameless` (Workspace.namelessOpen: such a handle is open on the changed
+   * inode) adds [6], which drops every nameless node's attributes and pages.
+   *
    * Only hard-linked inodes get here (otherNames is [] otherwise), so the
    * usual path stays synchronous. Attribute-only notifications take no
    * sleeping kernel lock and libfuse only holds its f->lock briefly, so
@@ -111,12 +128,14 @@ export class FuseMount {
    * of reads in flight; libfuse's multithreaded loop and the free JavaScript
    * thread answer those, and the wait is bounded all the same.
    */
-  private answerAfterSiblings (paths: string[], data: boolean, answer: () => void): void {
-    if (paths.length === 0) { answer(); return }
+  private answerAfterSiblings (r: Refresh, data: boolean, answer: () => void): void {
+    if (r.paths.length === 0 && !r.nameless) { answer(); return }
     let done = false
     const finish = (): void => { if (done) return; done = true; clearTimeout(timer); answer() }
     const timer = setTimeout(finish, SIBLING_WAIT_MS)
-    this.fuse.invalidate(paths.map(p => [4, p, data ? 0 : -1, 0] as InvalidateItem)).then(finish, finish)
+    const items = r.paths.map(p => [4, p, data ? 0 : -1, 0] as InvalidateItem)
+    if (r.nameless) items.push([6])
+    this.fuse.invalidate(items).then(finish, finish)
   }
 
   /** ms since the epoch when "the store's disk is full" was last logged */
@@ -150,34 +169,34 @@ export class FuseMount {
       try { self.counts.ops++; fn(...args.slice(0, -1)) } catch (e) { r = self.errno(e, op, args[0]) }
       cb(r)
     }
-    // status op that may change what other hard-link names of an inode show:
-    // fn returns the paths to refresh (see answerAfterSiblings)
+    // status op that may change what other hard-link names (or nameless nodes) of an inode show:
+    // fn returns what to refresh (see answerAfterSiblings)
     // (data: the op changes content, so the other names' cached pages go too)
-    const stl = (op: string, fn: (...a: any[]) => string[], data = false) => (...args: any[]) => {
+    const stl = (op: string, fn: (...a: any[]) => Refresh, data = false) => (...args: any[]) => {
       const cb = args[args.length - 1] as (n: number) => void
       let r = 0
-      let stale: string[] = []
+      let stale = NOTHING
       try { self.counts.ops++; stale = fn(...args.slice(0, -1)) } catch (e) { r = self.errno(e, op, args[0]) }
       self.answerAfterSiblings(stale, data, () => cb(r))
     }
     // after writes to a hard-linked inode, refresh the other names (write does it at once; flush,
     // fsync and release drain what is left)
-    const afterWrites = (fh: number, p: string | null): string[] => {
+    const afterWrites = (fh: number, p: string | null): Refresh => {
       let ino: number
-      try { ino = ws.handleIno(fh) } catch { return [] }
-      if (!ws.linkedWrites.delete(ino)) return []
-      return ws.otherNames(ino, p)
+      try { ino = ws.handleIno(fh) } catch { return NOTHING }
+      if (!ws.linkedWrites.delete(ino)) return NOTHING
+      return { paths: ws.otherNames(ino, p), nameless: ws.namelessOpen(ino, fh) }
     }
     const closeLike = (op: string, fn: (fh: number) => void) => (p: string | null, ...args: any[]) => {
       const cb = args[args.length - 1] as (n: number) => void
       const fh = args[args.length - 2] as number
       let r = 0
-      let stale: string[] = []
+      let stale = NOTHING
       try { self.counts.ops++; stale = afterWrites(fh, p); fn(fh) } catch (e) { r = self.errno(e, op, p) }
       self.answerAfterSiblings(stale, true, () => cb(r))
     }
-    // names of the inode at p other than p itself (before or after a change of it)
-    const others = (p: string): string[] => ws.otherNames(ws.resolve(p), p)
+    // names of the inode at p other than p itself (before or after a change of it), and its nameless nodes
+    const others = (p: string): Refresh => { const ino = ws.resolve(p); return { paths: ws.otherNames(ino, p), nameless: ws.namelessOpen(ino) } }
     // value op: cb(0, value) or cb(-errno)
     const val = (op: string, fn: (...a: any[]) => unknown) => (...args: any[]) => {
       const cb = args[args.length - 1] as (n: number, v?: unknown) => void
@@ -208,25 +227,41 @@ export class FuseMount {
       chown: stl('chown', (p: string, uid: number, gid: number) => { ws.chown(p, uid, gid); return others(p) }),
       utimens: stl('utimens', (p: string, a: bigint | null, m: bigint | null) => { ws.utimens(p, a, m); return others(p) }),
       truncate: stl('truncate', (p: string, size: number) => { ws.truncate(p, size); return others(p) }, true),
-      ftruncate: stl('ftruncate', (p: string | null, fh: number, size: number) => { ws.ftruncate(fh, size); return ws.otherNames(ws.handleIno(fh), p) }, true),
+      ftruncate: stl('ftruncate', (p: string | null, fh: number, size: number) => {
+        ws.ftruncate(fh, size)
+        const ino = ws.handleIno(fh)
+        return { paths: ws.otherNames(ino, p), nameless: ws.namelessOpen(ino, fh) }
+      }, true),
       mkdir: st('mkdir', (p: string, mode: number) => ws.mkdir(p, mode, self.caller())),
       rmdir: st('rmdir', (p: string) => ws.rmdir(p)),
       mknod: st('mknod', (p: string, mode: number, dev: number) => ws.mknod(p, mode, dev, self.caller())),
       symlink: st('symlink', (target: string, p: string) => ws.symlink(target, p, self.caller())),
-      // the names left of an unlinked hard-linked file show nlink - 1
-      unlink: stl('unlink', (p: string) => { const ino = ws.resolve(p); ws.unlink(p); return ws.otherNames(ino, null) }),
-      // a replaced target loses a name (its other names show nlink - 1); the moved inode's ctime changes
+      // the names left of an unlinked hard-linked file show nlink - 1, and so do the nodes of
+      // descriptors whose name was already gone (taken before: the kernel updates the node of p itself)
+      unlink: stl('unlink', (p: string) => {
+        const ino = ws.resolve(p)
+        const nameless = ws.namelessOpen(ino)
+        ws.unlink(p)
+        return { paths: ws.otherNames(ino, null), nameless }
+      }),
+      // a replaced target loses a name (its other names and nameless nodes show nlink - 1); the moved inode's ctime changes
       rename: stl('rename', (a: string, b: string) => {
         const src = ws.resolve(a)
         let dst: number | undefined
         try { dst = ws.resolve(b) } catch {}
+        let nameless = ws.namelessOpen(src)
+        if (dst !== undefined && dst !== src) nameless ||= ws.namelessOpen(dst)
         ws.rename(a, b)
-        const stale = ws.otherNames(src, b)
-        if (dst !== undefined && dst !== src) stale.push(...ws.otherNames(dst, null))
-        return stale
+        const paths = ws.otherNames(src, b)
+        if (dst !== undefined && dst !== src) paths.push(...ws.otherNames(dst, null))
+        return { paths, nameless }
       }),
-      // the existing names show nlink + 1
-      link: stl('link', (a: string, b: string) => { ws.link(a, b); return ws.otherNames(ws.resolve(b), b) }),
+      // the existing names (and nameless nodes) show nlink + 1
+      link: stl('link', (a: string, b: string) => {
+        ws.link(a, b)
+        const ino = ws.resolve(b)
+        return { paths: ws.otherNames(ino, b), nameless: ws.namelessOpen(ino) }
+      }),
       open: val('open', (p: string, flags: number) => ws.open(p, flags)) as any,
       create: val('create', (p: string, mode: number, flags: number) => ws.create(p, mode, flags, self.caller())) as any,
       release: closeLike('release', (fh) => ws.release(fh)),
@@ -235,7 +270,7 @@ export class FuseMount {
       fsync: (p: string | null, _datasync: number, fh: number, cb: (n: number) => void) => {
         self.counts.ops++
         let ino: number
-        let stale: string[] = []
+        let stale = NOTHING
         try { ino = ws.handleIno(fh); stale = afterWrites(fh, p) } catch (e) { cb(self.errno(e, 'fsync', p)); return }
         const answer = (r: number): void => self.answerAfterSiblings(stale, true, () => cb(r))
         if (!this.o.durable) { answer(0); return }
@@ -261,7 +296,7 @@ export class FuseMount {
         try { self.counts.ops++; n = ws.write(fh, buf, len, pos) } catch (e) { n = self.errno(e, 'write', p) }
         if (ws.linkedWrites.size !== 0 && n >= 0) {
           const stale = afterWrites(fh, p)
-          if (stale.length !== 0) { self.answerAfterSiblings(stale, true, () => cb(n)); return }
+          if (stale.paths.length !== 0 || stale.nameless) { self.answerAfterSiblings(stale, true, () => cb(n)); return }
         }
         cb(n)
       },

@@ -641,8 +641,11 @@ export class Lockstep {
         try { const st = statLite(fs.fstatSync(this.mnt.fds.get(op.s)!, { bigint: true })); this.slotIno.set(op.s, { ino: st.ino, type: st.type, readable: !op.fl.includes('O_WRONLY') }) } catch { this.slotIno.delete(op.s) }
       }
       // LIMITATION (README): libfuse 2.9 answers fstat without a file handle, by the name the
-      // file was opened by; once that name is gone it answers ESTALE (the binding turns libfuse's
-      // ENOENT into ESTALE so that the kernel looks the name up again; reads and writes still work)
+      // file was opened by; once that name is gone it answers ENOENT, which the binding turns into
+      // ESTALE (item 9 of fuse-native.c) — reads and writes still work. A stat answered from the
+      // kernel's cache must be the fresh one: changes through other names drop the cached
+      // attributes of such nameless nodes (fuzz case nameless-fd-hardlink-attrs), so fstat then
+      // answers ESTALE where it used to show the old nlink/mode/size.
       if (op.k === 'fstat' && a.ok && (b.err === 'ESTALE' || b.err === 'ENOENT') && this.slotName.get(op.s) === null) { this.counts.limits++; return null }
       // a descriptor open on one side only would make every later op on the slot differ: keep the slots in step
       if (op.k === 'open' && !!a.ok !== !!b.ok) {
