@@ -141,7 +141,10 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
   const restoreTimes: TimeBatch = []
   const freezeTree = (rel: string): void => {
     const abs = absOf(rel)
-    const st = fs.lstatSync(abs, { bigint: true })
+    // gone from disk: a write-back of this session killed half way removed it, after freezing it
+    // (the listing of a frozen directory names what it held then)
+    const st = fs.lstatSync(abs, { bigint: true, throwIfNoEntry: false })
+    if (st === undefined) return
     const done = frozenThisSession(rel)
     if (st.isDirectory()) {
       const listing = done ? o.ws.lower.frozenFor({ s: session, p: rel })!.listing ?? [] : listingOf(rel)

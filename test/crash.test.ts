@@ -399,7 +399,9 @@ class Round {
   check (ok: boolean, what: string, diag: Record<string, unknown> = {}): boolean {
     if (ok) { this.tt.pass(what); return true }
     this.failures++
-    this.tt.fail(what, { seed: this.seed, kill: this.kills, ...diag, log: this.log.slice(-40).join('\n'), reproduce: REPRODUCE(this.seed) })
+    let daemonLog = ''
+    try { daemonLog = fs.readFileSync(path.join(this.m.home, 'daemon.log'), 'utf8').slice(-3000) } catch {}
+    this.tt.fail(what, { seed: this.seed, kill: this.kills, ...diag, log: this.log.slice(-40).join('\n'), daemonLog, reproduce: REPRODUCE(this.seed) })
     return false
   }
 

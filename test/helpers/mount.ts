@@ -119,7 +119,9 @@ export async function mountWorkspace (t: Teardownable, populate?: (dir: string) 
       await c.close().catch(() => {})
       const deadline = Date.now() + 120000
       while (Date.now() < deadline && m.daemon.exitCode === null && m.daemon.signalCode === null) await new Promise(resolve => setTimeout(resolve, 25))
-      if (isMounted(dir)) throw new Error(`daemon ${pid} exited but ${dir} is still mounted`)
+      const tail = (): string => { try { return fs.readFileSync(path.join(home, 'daemon.log'), 'utf8').slice(-3000) } catch { return '' } }
+      if (m.daemon.exitCode === null && m.daemon.signalCode === null) throw new Error(`daemon ${pid} still runs 120 s after the unmount request; its log:\n${tail()}`)
+      if (isMounted(dir)) throw new Error(`daemon ${pid} exited but ${dir} is still mounted; its log:\n${tail()}`)
     },
     kill9: async () => {
       await m.client.close().catch(() => {})
