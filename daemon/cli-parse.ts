@@ -15,10 +15,16 @@ export function parsePort (s: string): number {
   return Number(t)
 }
 
-/** A size in bytes from "65536", "64MB", "1GB" (the `bytes` package; units are powers of 1024). */
+/**
+ * A size in bytes from "65536" (bytes), or a number with a unit: K, M, G, T
+ * or P, any case, with or without "i" and "B" ("64M", "64MB", "64MiB", "1g"),
+ * all powers of 1024 (the `bytes` package computes it; alone it would read
+ * "5M" as 5 bytes). Anything else is refused.
+ */
 export function parseSize (s: string): number {
-  const n = /^\d+$/.test(s.trim()) ? Number(s) : bytes.parse(s)
-  if (n === null || !Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError('give a size in bytes, or a number with a unit such as 64MB or 1GB')
+  const m = /^(\d+(?:\.\d+)?)\s*(?:([kmgtp])i?b?)?$/i.exec(s.trim())
+  const n = m === null ? null : m[2] === undefined ? Number(m[1]) : bytes.parse(`${m[1]}${m[2]}b`)
+  if (n === null || !Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError('give a size in bytes, or a number with a unit such as 64M, 64MB, 64MiB or 1G')
   return n
 }
 

@@ -286,7 +286,7 @@ export function program (): Command {
         const full = fullDiskNote(store, `run rewindfs mount ${workspace} (it resumes from the store) and rewindfs unmount -w ${workspace} again`, tail)
         const said = tail ? `\nits last log lines:\n${tail}` : `\n(nothing in its log ${logFile})`
         if (full) throw new CliError(`the daemon (pid ${info.pid}) exited before it finished unmounting ${workspace}: ${full}${said}`)
-        throw new CliError(`the daemon (pid ${info.pid}) exited before it finished unmounting ${workspace} (was it killed?): the directory may not hold the final state yet. Nothing is lost: rewindfs mount ${workspace} resumes from the store, and rewindfs unmount then finishes the job${said}`)
+        throw new CliError(`the daemon (pid ${info.pid}) exited before it finished unmounting ${workspace} (was it killed?): the directory may not hold the final state yet. Nothing is lost: rewindfs mount ${workspace} resumes from the store (do that before using the directory: until then checkpoints of this session still read it), and rewindfs unmount then finishes the job${said}`)
       }
       if (outcome.mounted === true) {
         throw new CliError(`the unmount of ${workspace} failed, it stays mounted and the daemon (pid ${info.pid}) keeps serving it: ${outcome.errors.join('; ')}. Nothing is lost: fix that, then rewindfs unmount again`)

@@ -125,7 +125,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     await loadAll(gens, t, gens.nodes, gens.records)
     ws = new Workspace({ blocks, lower, base: t, nextIno: state.nextIno })
     for (const r of allRecords(t)) ws.noteLowerKey(r)
-    log(`rewindfs: the previous daemon died or its write-back did not finish; resumed from ${state.live ? 'the state its last fsync made durable' : `checkpoint ${state.head}`}`)
+    log(`rewindfs: the previous daemon died or its write-back did not finish; resumed from ${state.live ? 'the state its last fsync made durable' : `checkpoint ${state.head}`}. The workspace shows the store's state: changes made to ${o.dir} since then are not in it, and checkpoints of that session may read files they changed (mount again right after a crash, before using the directory)`)
   } else {
     // the workspace is DIR as it is now: one root record whose listing is lower (O(1))
     const ls = lower.statRoot()

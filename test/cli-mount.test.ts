@@ -15,6 +15,7 @@ import path from 'node:path'
 import { execFile } from 'node:child_process'
 import { CLI, tempRoot, forceUnmount } from './helpers/mount.js'
 import { startDaemon } from '../daemon/daemon.js'
+import { parseSize } from '../daemon/cli-parse.js'
 
 interface Ran { stdout: string, stderr: string, code: number }
 
@@ -83,6 +84,14 @@ t.test('numeric options are validated before anything starts', async tt => {
   }
   tt.notOk(isMounted(w.dir), 'nothing was mounted')
   tt.same(storesUnder(w.home), [], 'no store was even created')
+})
+
+t.test('sizes: a unit letter alone, any case, with or without i and B, is a power of 1024; nothing else passes', async tt => {
+  // the bytes package alone reads "5M" as 5 bytes, which turned the reserve off (a newcomer's trial)
+  for (const [v, n] of [['5M', 5 * 1048576], ['5m', 5 * 1048576], ['5MB', 5 * 1048576], ['5MiB', 5 * 1048576], ['5Mi', 5 * 1048576], ['1G', 1073741824], ['64k', 65536], ['65536', 65536], ['0', 0]] as const) {
+    tt.equal(parseSize(v), n, `${v} = ${n} bytes`)
+  }
+  for (const v of ['5X', 'lots', '-1', '1.5', '5MBB', '']) tt.throws(() => parseSize(v), /give a size in bytes/, `"${v}" is refused`)
 })
 
 t.test('startDaemon refuses a port out of range before mounting', async tt => {
