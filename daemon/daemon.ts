@@ -17,7 +17,7 @@ import { BlockStore } from './store/blocks.js'
 import { DEFAULT_RESERVE } from './store/space.js'
 import { Generations } from './generations.js'
 import { Workspace } from './workspace.js'
-import { LowerLayer, type FrozenPath } from './lower.js'
+import { LowerLayer, changedOutside, type FrozenPath } from './lower.js'
 import { type InodeRecord, ROOT_INO } from './inode.js'
 import { applyChanges, emptyTable, loadAll, allRecords } from './itable.js'
 import { Service } from './service.js'
@@ -125,9 +125,18 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     await loadAll(gens, t, gens.nodes, gens.records)
     ws = new Workspace({ blocks, lower, base: t, nextIno: state.nextIno })
     for (const r of allRecords(t)) ws.noteLowerKey(r)
+    if (state.sessionStarted !== undefined) {
+      let changed: string[] = []
+      try { changed = changedOutside(lower, o.dir, state.sessionStarted) } catch (e: any) { log(`rewindfs: warning: could not check ${o.dir} for changes made outside the mount (${e.message})`) }
+      if (changed.length > 0) {
+        const shown = changed.slice(0, 5).map(p => p === '' ? '.' : p).join(', ')
+        log(`rewindfs: warning: ${changed.length} path${changed.length === 1 ? '' : 's'} in ${o.dir} changed after this session started, outside the mount (${shown}${changed.length > 5 ? ', ...' : ''}): checkpoints of this session read such files from the directory, so they may not restore what those held; mount right after a crash, before using the directory`)
+      }
+    }
     log(`rewindfs: the previous daemon died or its write-back did not finish; resumed from ${state.live ? 'the state its last fsync made durable' : `checkpoint ${state.head}`}. The workspace shows the store's state: changes made to ${o.dir} since then are not in it, and checkpoints of that session may read files they changed (mount again right after a crash, before using the directory)`)
   } else {
     // the workspace is DIR as it is now: one root record whose listing is lower (O(1))
+    state.sessionStarted = Date.now()
     const ls = lower.statRoot()
     const root: InodeRecord = {
       ino: ROOT_INO, mode: ls.mode, uid: ls.uid, gid: ls.gid, rdev: 0, size: 0,

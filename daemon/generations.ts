@@ -83,6 +83,12 @@ export interface StoreState {
    * table root and generation; a resume after a crash starts from it
    */
   live?: { root: number, generation: GenerationId } | null
+  /**
+   * when the current session's mount started (ms since the epoch): a
+   * resume compares the directory's ctimes with it (lower.ts
+   * changedOutside); absent in stores written before it existed
+   */
+  sessionStarted?: number
 }
 
 /** Key (kind `meta`) of the restore journal: the intent of a restore not yet committed. */

@@ -291,3 +291,38 @@ export function recordOfLower (lower: LowerLayer, ino: number, parent: number, r
   if (type !== S_IFDIR && st.nlink > 1) { r.lowerKey = st.key; r.unseen = st.nlink - 1 }
   return r
 }
+
+/**
+ * The paths of the lower directory of `lower` (the current session) changed
+ * since `sinceMs` (ms since the epoch) by something other than this
+ * session's daemon: ctime later than the session's start (any write, chmod,
+ * rename, or an entry added or removed in a directory changes it, and no one
+ * can set it back). Paths frozen for the session do not count (write-back
+ * froze them before it changed them), nor paths a frozen listing does not
+ * name (the session never saw them), nor write-back's temporary files.
+ * Walks the whole directory `dir` by its path (listTreeNoAtime runs in
+ * another process, to which /proc/self/fd/N means nothing; call it before
+ * the mount covers `dir`), one lstat a path. Returns
+ * workspace-relative paths ('' is the directory itself), sorted.
+ */
+export function changedOutside (lower: LowerLayer, dir: string, sinceMs: number): string[] {
+  const since = BigInt(Math.floor(sinceMs) + 1) * 1000000n // the whole start millisecond counts as before
+  const s = lower.session
+  const out: string[] = []
+  const tree = listTreeNoAtime(dir)
+  const visit = (rel: string): void => {
+    const frozen = lower.frozenFor({ s, p: rel })
+    let st: fs.BigIntStats | undefined
+    try { st = fs.lstatSync(rel === '' ? dir : `${dir}/${rel}`, { bigint: true }) } catch { return }
+    if (frozen === undefined && st.ctimeNs > since) out.push(rel)
+    if (!st.isDirectory()) return
+    const seen = frozen?.listing !== undefined ? new Set(frozen.listing.map(e => e.name)) : null
+    for (const name of tree.get(rel) ?? []) {
+      if (name.startsWith('.rewindfs-wb-')) continue
+      if (seen !== null && !seen.has(name)) continue
+      visit(rel === '' ? name : `${rel}/${name}`)
+    }
+  }
+  visit('')
+  return out.sort()
+}

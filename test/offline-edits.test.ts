@@ -143,3 +143,32 @@ t.test('gc drops the frozen copies of sessions no kept checkpoint refers to', as
     tt.equal(manifest(m.dir), want.get(id), `kept checkpoint #${id} restores exactly`)
   }
 })
+
+t.test('after a crash, changes made to the directory before the next mount are named', async tt => {
+  // a fresh session (the previous subtest ended mounted after a clean remount)
+  fs.writeFileSync(p('through-mount.txt'), 'written through the mount\n')
+  await m.client.mark({ label: 'before the crash' })
+  const before = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').length
+  await m.kill9()
+  await m.remount()
+  const quiet = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(before)
+  tt.match(quiet, /resumed from/, 'the mount after the kill resumes')
+  tt.notMatch(quiet, /changed after this session started/, 'nothing changed in between: no warning')
+  const mid = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').length
+  await m.kill9()
+  // files of the session's lower layer: what the directory holds now (the mount is gone)
+  const files = fs.readdirSync(m.dir).filter(n => fs.lstatSync(path.join(m.dir, n)).isFile()).sort()
+  tt.ok(files.length >= 2, `the directory holds files (${files.join(', ')})`)
+  const [edited, removed] = files as [string, string]
+  fs.appendFileSync(path.join(m.dir, edited), 'edited after the crash\n')
+  await m.remount()
+  const esc = (x: string): string => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const said = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(mid)
+  tt.match(said, new RegExp(`warning: 1 path in .* changed after this session started, outside the mount \\(${esc(edited)}\\)`), `the edited file is named (${edited})`)
+  const mid2 = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').length
+  await m.kill9()
+  fs.rmSync(path.join(m.dir, removed))
+  await m.remount()
+  tt.match(fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(mid2), new RegExp(`warning: 2 paths in .* outside the mount \\(\\., ${esc(edited)}\\)`),
+    `a removed file (${removed}) shows as its directory; the earlier edit is still named`)
+})
