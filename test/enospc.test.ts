@@ -19,12 +19,11 @@
  */
 import t from 'tap'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { mountWorkspace } from './helpers/mount.js'
+import { mountWorkspace, storeTmpfs } from './helpers/mount.js'
 import { verifyStore } from '../daemon/verify.js'
 
 const MiB = 1024 * 1024
@@ -50,15 +49,8 @@ function freeBytes (dir: string): number {
 }
 
 // a tmpfs for the store
-const fsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-test-storefs-'))
-const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=48m', 'tmpfs', fsDir], { encoding: 'utf8' })
-if (mounted.status !== 0) {
-  t.plan(0, `cannot mount a tmpfs for the store (needs root): ${mounted.stderr.trim()}`)
-} else {
-  t.teardown(() => {
-    spawnSync('umount', ['-l', fsDir])
-    fs.rmSync(fsDir, { recursive: true, force: true })
-  })
+const fsDir = storeTmpfs(t, '48m')
+if (fsDir !== null) {
   process.env.REWINDFS_RESERVE = '8MB'
   const original = crypto.randomBytes(MiB)
   const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'keep.bin'), original) }, { store: () => path.join(fsDir, 'store') })

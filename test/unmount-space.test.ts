@@ -8,22 +8,14 @@
  */
 import t from 'tap'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
-import { spawnSync, execFileSync } from 'node:child_process'
-import { mountWorkspace } from './helpers/mount.js'
+import { execFileSync } from 'node:child_process'
+import { mountWorkspace, storeTmpfs } from './helpers/mount.js'
 
 const MiB = 1024 * 1024
-const fsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-test-storefs-'))
-const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', fsDir], { encoding: 'utf8' })
-if (mounted.status !== 0) {
-  t.plan(0, `cannot mount a tmpfs for the store (needs root): ${mounted.stderr.trim()}`)
-} else {
-  t.teardown(() => {
-    spawnSync('umount', ['-l', fsDir])
-    fs.rmSync(fsDir, { recursive: true, force: true })
-  })
+const fsDir = storeTmpfs(t, '24m')
+if (fsDir !== null) {
   process.env.REWINDFS_RESERVE = '4MB'
   const big = crypto.randomBytes(30 * MiB) // more than the store's filesystem holds
   const m = await mountWorkspace(t, dir => {

@@ -8,7 +8,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { spawn, execFile, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { RewindClient } from '../../client/client.js'
@@ -153,4 +153,25 @@ export async function mountWorkspace (t: Teardownable, populate?: (dir: string) 
   })
   await m.remount()
   return m
+}
+
+/**
+ * A tmpfs of `size` (mount(8) syntax, e.g. "24m") for a store, mounted on a
+ * new temporary directory and unmounted in `t`'s teardown. Needs root: where
+ * the mount fails, plans `t` to 0 with the reason (the file is skipped) and
+ * returns null.
+ */
+export function storeTmpfs (t: Teardownable & { plan: (n: number, reason?: string) => void }, size: string): string | null {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-test-storefs-'))
+  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' })
+  if (r.status !== 0) {
+    fs.rmSync(dir, { recursive: true, force: true })
+    t.plan(0, `cannot mount a tmpfs for the store (needs root): ${r.stderr.trim()}`)
+    return null
+  }
+  t.teardown(() => {
+    spawnSync('umount', ['-l', dir])
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+  return dir
 }
