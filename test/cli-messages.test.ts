@@ -14,6 +14,7 @@ import path from 'node:path'
 import { mountWorkspace } from './helpers/mount.js'
 import { StoreDb } from '../daemon/store/db.js'
 import { PACKS_DIR } from '../daemon/store/pack.js'
+import { flipByte } from './helpers/damage.js'
 
 t.test('show, verify while mounted, log and pin on a stopped store', async tt => {
   const m = await mountWorkspace(tt, dir => {
@@ -72,12 +73,7 @@ t.test('block problems end with their next step', async tt => {
   await m.client.mark({ label: 'data' })
   await m.unmount()
   const pack = path.join(m.store, PACKS_DIR, fs.readdirSync(path.join(m.store, PACKS_DIR)).sort()[0]!)
-  const fd = fs.openSync(pack, 'r+')
-  const one = Buffer.alloc(1)
-  fs.readSync(fd, one, 0, 1, 1000)
-  one[0] = one[0]! ^ 0xff
-  fs.writeSync(fd, one, 0, 1, 1000)
-  fs.closeSync(fd)
+  flipByte(pack, 1000)
   const flipped = await m.cli(['verify'])
   tt.equal(flipped.code, 1)
   const hashLine = flipped.stdout.split('\n').find(l => l.startsWith('E_BLOCK_HASH'))

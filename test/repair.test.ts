@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url'
 import { mountWorkspace, type Mounted } from './helpers/mount.js'
 import { StoreDb } from '../daemon/store/db.js'
 import { verifyStore } from '../daemon/verify.js'
+import { flipByte } from './helpers/damage.js'
 
 const MiB = 1024 * 1024
 const MANIFEST = fileURLToPath(new URL('../../scripts/manifest.sh', import.meta.url))
@@ -157,12 +158,7 @@ t.test('a byte flipped under a running daemon is not read, exported or written b
   fs.writeFileSync(path.join(m.dir, 'g.bin'), data)
   const c = await m.client.mark({ label: 'g' })
   const pack = path.join(m.store, 'packs', fs.readdirSync(path.join(m.store, 'packs')).sort().pop()!)
-  const fd = fs.openSync(pack, 'r+')
-  const one = Buffer.alloc(1)
-  fs.readSync(fd, one, 0, 1, 70000)
-  one[0] = one[0]! ^ 1
-  fs.writeSync(fd, one, 0, 1, 70000)
-  fs.closeSync(fd)
+  flipByte(pack, 70000, 1)
   const exported = await m.cli(['export', String(c.id), path.join(m.root, 'out')])
   tt.not(exported.code, 0, 'export fails')
   tt.match(exported.stderr, /is corrupt: its bytes hash to/, 'saying the block is corrupt')

@@ -15,6 +15,7 @@ import { StoreDb } from '../daemon/store/db.js'
 import type { BlockRecord } from '../daemon/store/blocks.js'
 import type { CheckpointRecord } from '../daemon/generations.js'
 import { packFileName, PACKS_DIR, PACK_HEADER_SIZE, RECORD_HEADER_SIZE } from '../daemon/store/pack.js'
+import { flipByte } from './helpers/damage.js'
 
 /** Offset of the bytes of a pack's first block record. */
 const FIRST = PACK_HEADER_SIZE + RECORD_HEADER_SIZE
@@ -93,12 +94,7 @@ t.test('verify: clean store, refused while mounted, then a flipped pack byte and
   await db0.close()
   t.ok(victim, 'found the first block of a pack')
   const packFile = path.join(m.store, PACKS_DIR, packFileName(victim!.rec.pack))
-  const fd = fs.openSync(packFile, 'r+')
-  const one = Buffer.alloc(1)
-  fs.readSync(fd, one, 0, 1, FIRST + Math.floor(victim!.rec.length / 2))
-  one[0] = one[0]! ^ 0xff
-  fs.writeSync(fd, one, 0, 1, FIRST + Math.floor(victim!.rec.length / 2))
-  fs.closeSync(fd)
+  flipByte(packFile, FIRST + Math.floor(victim!.rec.length / 2))
 
   const flipped = await m.cli(['verify'])
   t.equal(flipped.code, 1, 'CLI exits 1 on a corrupt block')
