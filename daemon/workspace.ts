@@ -104,6 +104,8 @@ export class Workspace {
   orphans = new Map<Ino, InodeRecord>()
   nextIno: number
   private readonly handles = new Map<number, Handle>()
+  /** handles whose name is gone (path null) and not stale: namelessOpen and hasNamelessHandles look only here, not at every handle (write asks it) */
+  private readonly nameless = new Set<number>()
   private readonly openCount = new Map<Ino, number>()
   private nextFh = 1
   /** read fds on lower files, by ino; closed when the inode leaves the lower layer or at close() */
@@ -548,9 +550,9 @@ export class Workspace {
   private renameHandles (from: string, to: string | null): void {
     if (this.handles.size === 0) return
     const prefix = from + '/'
-    for (const h of this.handles.values()) {
+    for (const [fh, h] of this.handles) {
       if (h.path === null) continue
-      if (h.path === from) h.path = to
+      if (h.path === from) { h.path = to; if (to === null && !h.stale) this.nameless.add(fh) }
       else if (to !== null && h.path.startsWith(prefix)) h.path = to + h.path.slice(from.length)
     }
   }
@@ -640,6 +642,7 @@ export class Workspace {
     const h = this.handles.get(fh)
     if (!h) return
     this.handles.delete(fh)
+    this.nameless.delete(fh)
     const n = (this.openCount.get(h.ino) ?? 1) - 1
     if (n > 0) { this.openCount.set(h.ino, n); return }
     this.openCount.delete(h.ino)
@@ -823,21 +826,17 @@ export class Workspace {
    * is gone (unlinked or replaced): libfuse keeps that handle's node without
    * a name, so a change of the inode made through another name or handle
    * cannot reach the kernel's cached attributes and pages of it by path
-   * (only [6] does). O(handles), and only when the inode has two or more
-   * handles or the one is not `exceptFh`.
+   * (only [6] does). O(handles whose name is gone), usually none.
    */
   namelessOpen (ino: Ino, exceptFh?: number): boolean {
     const n = this.openCount.get(ino) ?? 0
     if (n === 0 || (n === 1 && exceptFh !== undefined && this.handles.get(exceptFh)?.ino === ino)) return false
-    for (const [fh, h] of this.handles) if (h.ino === ino && h.path === null && !h.stale && fh !== exceptFh) return true
+    for (const fh of this.nameless) if (fh !== exceptFh && this.handles.get(fh)?.ino === ino) return true
     return false
   }
 
-  /** True when an open handle's name is gone (unlinked or replaced): the kernel's caches of it are out of reach by path. O(handles). */
-  hasNamelessHandles (): boolean {
-    for (const h of this.handles.values()) if (h.path === null && !h.stale) return true
-    return false
-  }
+  /** True when an open handle's name is gone (unlinked or replaced): the kernel's caches of it are out of reach by path. O(1). */
+  hasNamelessHandles (): boolean { return this.nameless.size > 0 }
 
   /** Every open handle's ino (restore uses it to report stale handles). */
   openInodes (): Set<Ino> { return new Set(this.openCount.keys()) }
@@ -874,7 +873,7 @@ export class Workspace {
    * state equals its base here).
    */
   private markStaleHandles (table: TableNode): void {
-    for (const h of this.handles.values()) if (this.losesPath(table, h)) h.stale = true
+    for (const [fh, h] of this.handles) if (this.losesPath(table, h)) { h.stale = true; this.nameless.delete(fh) }
   }
 
   private losesPath (table: TableNode, h: Handle): boolean {
