@@ -18,6 +18,9 @@ import type { BlockId } from './types.js'
 import { type InodeRecord, type LowerRef, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { FsError, EIO } from './errno.js'
 
+/** Name prefix of write-back's temporary files in the directory (`<prefix><pid>`, renamed over their target). */
+export const WRITEBACK_TEMP_PREFIX = '.rewindfs-wb-'
+
 /** The stat fields the workspace keeps of a lower entry (times in ns). */
 export interface LowerStat {
   mode: number
@@ -318,7 +321,7 @@ export function changedOutside (lower: LowerLayer, dir: string, sinceMs: number)
     if (!st.isDirectory()) return
     const seen = frozen?.listing !== undefined ? new Set(frozen.listing.map(e => e.name)) : null
     for (const name of tree.get(rel) ?? []) {
-      if (name.startsWith('.rewindfs-wb-')) continue
+      if (name.startsWith(WRITEBACK_TEMP_PREFIX)) continue
       if (seen !== null && !seen.has(name)) continue
       visit(rel === '' ? name : `${rel}/${name}`)
     }

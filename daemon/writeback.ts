@@ -23,7 +23,7 @@ import type { Generations } from './generations.js'
 import type { Workspace } from './workspace.js'
 import { BLOCK_SIZE, type BlockId } from './types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
-import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, sameFrozen, listTreeNoAtime, LowerLayer } from './lower.js'
+import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, sameFrozen, listTreeNoAtime, WRITEBACK_TEMP_PREFIX, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
 import { isNoSpace } from './store/errors.js'
 import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
@@ -215,12 +215,12 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
       if (rewrite) {
         if (h && (type === S_IFDIR || !sameType || type !== S_IFREG)) fs.rmSync(cabs, { recursive: true, force: true })
         if (type === S_IFDIR) fs.mkdirSync(cabs, { mode: 0o700 })
-        else if (linkTo) { const tmp = `${abs}/.rewindfs-wb-${process.pid}`; fs.linkSync(linkTo, tmp); fs.renameSync(tmp, cabs) }
+        else if (linkTo) { const tmp = `${abs}/${WRITEBACK_TEMP_PREFIX}${process.pid}`; fs.linkSync(linkTo, tmp); fs.renameSync(tmp, cabs) }
         else if (type === S_IFREG && sameType && c.lowerKey && c.blocks) {
           // a lower hard link changed through the mount: write the shared inode in place, so its
           // other names (unlisted directories, outside the workspace) change too, as they would natively
           writeContent(view, c, cabs)
-        } else if (type === S_IFREG) { const tmp = `${abs}/.rewindfs-wb-${process.pid}`; writeContent(view, c, tmp); fs.renameSync(tmp, cabs) }
+        } else if (type === S_IFREG) { const tmp = `${abs}/${WRITEBACK_TEMP_PREFIX}${process.pid}`; writeContent(view, c, tmp); fs.renameSync(tmp, cabs) }
         else makeSpecial(c, cabs)
         stats.written++
       }
