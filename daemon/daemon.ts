@@ -130,7 +130,18 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
       try { changed = changedOutside(lower, o.dir, state.sessionStarted) } catch (e: any) { log(`rewindfs: warning: could not check ${o.dir} for changes made outside the mount (${e.message})`) }
       if (changed.length > 0) {
         const shown = changed.slice(0, 5).map(p => p === '' ? '.' : p).join(', ')
-        log(`rewindfs: warning: ${changed.length} path${changed.length === 1 ? '' : 's'} in ${o.dir} changed after this session started, outside the mount (${shown}${changed.length > 5 ? ', ...' : ''}): checkpoints of this session read such files from the directory, so they may not restore what those held; mount right after a crash, before using the directory`)
+        // the workspace shows the store's state and the unmount writes it back over these files: keep a copy of each as it is now
+        const kept = path.join(o.store, 'outside-edits', new Date().toISOString().replace(/[:.]/g, '-'))
+        let copied = 0
+        for (const rel of changed) {
+          const src = path.join(o.dir, rel)
+          try {
+            if (rel === '' || fs.lstatSync(src).isDirectory()) continue
+            fs.cpSync(src, path.join(kept, rel), { preserveTimestamps: true, verbatimSymlinks: true })
+            copied++
+          } catch (e: any) { log(`rewindfs: warning: could not keep a copy of ${rel} (${e.message})`) }
+        }
+        log(`rewindfs: warning: ${changed.length} path${changed.length === 1 ? '' : 's'} in ${o.dir} changed after this session started, outside the mount (${shown}${changed.length > 5 ? ', ...' : ''}): checkpoints of this session read such files from the directory, so they may not restore what those held, and the workspace (then the unmount's write-back) shows the store's state instead of them${copied > 0 ? `; a copy of the ${copied} changed file${copied === 1 ? '' : 's'} as they are now is in ${kept}` : ''}; mount right after a crash, before using the directory`)
       }
     }
     log(`rewindfs: the previous daemon died or its write-back did not finish; resumed from ${state.live ? 'the state its last fsync made durable' : `checkpoint ${state.head}`}. The workspace shows the store's state: changes made to ${o.dir} since then are not in it, and checkpoints of that session may read files they changed (mount again right after a crash, before using the directory)`)

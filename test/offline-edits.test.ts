@@ -165,6 +165,9 @@ t.test('after a crash, changes made to the directory before the next mount are n
   const esc = (x: string): string => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
   const said = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(mid)
   tt.match(said, new RegExp(`warning: 1 path in .* changed after this session started, outside the mount \\(${esc(edited)}\\)`), `the edited file is named (${edited})`)
+  const keptDir = /a copy of the 1 changed file as they are now is in (\S+);/.exec(said)?.[1]
+  tt.ok(keptDir !== undefined && keptDir.startsWith(m.store), `the warning says where the edited file is kept (${keptDir})`)
+  tt.match(fs.readFileSync(path.join(keptDir ?? '/nonexistent', edited), 'utf8'), /edited after the crash\n$/, 'the copy holds the edit')
   const mid2 = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').length
   await m.kill9()
   fs.rmSync(path.join(m.dir, removed))
