@@ -157,7 +157,7 @@ export function program (): Command {
   const p = new Command('rewindfs')
     .description('A versioned workspace with real undo: mount a directory, checkpoint it, restore it exactly.')
     .version('0.1.0')
-    .showHelpAfterError()
+    .showHelpAfterError('(rewindfs --help, or rewindfs COMMAND --help, lists the options)')
   const ws = new Option('-w, --workspace <dir>', 'the workspace (default: the mounted workspace containing the current directory)')
 
   p.command('mount').argument('<dir>', 'directory to version in place')
