@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what rewindfs needs and builds it; safe to run again (each step
 # is skipped when already done). Used by `npm run demo` and `npm test`.
-#   - Debian packages: libfuse2 + fuse (runtime), libfuse-dev + pkg-config
+#   - Debian packages: libfuse2 + fuse3 (runtime; fuse3 replaces the fuse
+#     package and keeps a fusermount link), libfuse-dev + libfuse3-dev + pkg-config
 #     (building the patched binding), git + sqlite3 + python3-websockets
 #     (the main job and the tests), make + gcc (the tools tests build C)
 #   - npm dependencies (npm install when node_modules is missing or older
@@ -15,7 +16,7 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$major" -lt 20 ]; then say "Node.js 20 or newer is needed (found $(node --version 2>/dev/null || echo none))"; exit 1; fi
 
-pkgs=(libfuse2 fuse libfuse-dev pkg-config git sqlite3 python3-websockets rsync make gcc)
+pkgs=(libfuse2 fuse3 libfuse-dev libfuse3-dev pkg-config git sqlite3 python3-websockets rsync make gcc)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
