@@ -17,15 +17,15 @@
  * the next mount resumes the last checkpoint (see daemon.ts).
  */
 import fs from 'node:fs'
-import type { StoreDb } from './store/db.js'
-import type { BlockStore } from './store/blocks.js'
-import type { Generations } from './generations.js'
+import type { StoreDb } from '../store/db.js'
+import type { BlockStore } from '../store/blocks.js'
+import type { Generations } from './history/generations.js'
 import type { Workspace } from './workspace.js'
-import { BLOCK_SIZE, type BlockId } from './types.js'
+import { BLOCK_SIZE, type BlockId } from '../base/types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, sameFrozen, listTreeNoAtime, WRITEBACK_TEMP_PREFIX, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
-import { isNoSpace } from './store/errors.js'
+import { isNoSpace } from '../store/errors.js'
 import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
 
 export interface WriteBackOptions {

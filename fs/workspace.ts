@@ -7,7 +7,7 @@
  * State = `base` (the sealed inode table the generation started from) +
  * `dirty` (records changed since, null for removed) + `dirtyData` (unsealed
  * block buffers of files written since). A checkpoint folds dirty into a new
- * table (daemon/generations.ts); a restore swaps the base (swapTo).
+ * table (fs/history/generations.ts); a restore swaps the base (swapTo).
  *
  * Lifetimes (go-fuse "Decisions" style):
  * - An open handle names an inode, not a path. Unlinking the last name of an
@@ -25,20 +25,20 @@
  *   reading never dirties the generation.
  */
 import fs from 'node:fs'
-import { BLOCK_SIZE, type BlockId, type Ino } from './types.js'
+import { BLOCK_SIZE, type BlockId, type Ino } from '../base/types.js'
 import {
   type InodeRecord, type Link, ROOT_INO, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO,
   cloneRecord, isDir, isFile, isSymlink, nowNs
 } from './inode.js'
 import { type TableNode, lookup } from './itable.js'
 import { LowerLayer, type LowerEntry, recordOfLower } from './lower.js'
-import { isNoSpace } from './store/errors.js'
+import { isNoSpace } from '../store/errors.js'
 import {
   fail, ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, EPERM, ESTALE, ENODATA,
   ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG, ENOTSUP
-} from './errno.js'
+} from '../base/errno.js'
 
-/** The block store as the workspace uses it (daemon/store/blocks.ts implements it). */
+/** The block store as the workspace uses it (store/blocks.ts implements it). */
 export interface Blocks {
   /** stores bytes (≤ BLOCK_SIZE), dedup confirmed byte-for-byte; returns its id */
   put(data: Uint8Array): BlockId

@@ -4,7 +4,7 @@
  * immutable; the live generation clones a record before its first change
  * (copy-on-write, see daemon/live.ts).
  */
-import type { BlockId, Ino } from './types.js'
+import type { BlockId, Ino } from '../base/types.js'
 
 /** File type bits of st_mode (Linux values, <sys/stat.h>). */
 export const S_IFMT = 0o170000
