@@ -41,3 +41,9 @@ export class FsError extends Error {
 export function fail (errno: number, message: string): never {
   throw new FsError(errno, message)
 }
+
+/** True when `err` says a filesystem is full: the store's E_NO_SPACE (store/errors.ts StoreNoSpaceError), or a raw ENOSPC/EDQUOT. */
+export function isNoSpace (err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code
+  return code === 'E_NO_SPACE' || code === 'ENOSPC' || code === 'EDQUOT'
+}

@@ -15,8 +15,8 @@ export type PackId = number
 /** Identifier of a generation: a positive integer, increasing in creation order across all branches. */
 export type GenerationId = number
 
-/** Identifier of a checkpoint: a positive integer, increasing in creation order across all branches. */
-export type CheckpointId = number
+/** Identifier of a checkpoint (defined once, in the wire protocol). */
+export type { CheckpointId } from '../proto/messages.js'
 
 /** Name of a branch: `main`, then `b<N>` for each branch a restore starts. */
 export type BranchName = string

@@ -287,7 +287,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     workspacePath: o.dir,
     storePath: o.store,
     protocol: PROTOCOL_VERSION,
-    invalidate: async (items) => { await fuse.invalidate(items) },
+    invalidate: async (plan) => { await fuse.invalidate(plan) },
     exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir, xattrs: xattrIo }),
     unmount: beginUnmount,
     gc: async (policy) => {

@@ -7,7 +7,8 @@ import type { CheckpointId } from '../base/types.js'
 import type { CandidateInfo, CheckpointInfo, DiffEntry, GcPolicy, GcReport, MemoryEntry, RestoreInfo, RewindApi, RunEndInfo, StatInfo, StatusInfo } from './api.js'
 import { type InodeRecord, isDir, isFile, typeName } from '../fs/inode.js'
 import type { Workspace } from '../fs/workspace.js'
-import type { CheckpointRecord, Generations, InvalidationItem } from '../fs/history/generations.js'
+import type { CheckpointRecord, Generations } from '../fs/history/generations.js'
+import type { InvalidationPlan } from '../fs/api.js'
 import { TreeView } from '../fs/tree.js'
 import { ApiError } from '../proto/errors.js'
 import { FsError } from '../base/errno.js'
@@ -24,7 +25,7 @@ export interface ServiceDeps {
   storePath: string
   protocol: number
   /** drops kernel caches (the FUSE mount) */
-  invalidate: (items: InvalidationItem[]) => Promise<void>
+  invalidate: (plan: InvalidationPlan) => Promise<void>
   /** writes a checkpoint's tree to a directory */
   exportTo: (id: CheckpointId, dir: string) => Promise<{ files: number, bytes: number }>
   /**

@@ -187,7 +187,37 @@ export class LowerLayer {
    * @param frozen frozen copies by workspace-relative path (loaded from the store at start)
    * @param readXattrs reads a lower path's xattrs (fuse/xattr.ts lxattrs); without it none are imported
    */
-  constructor (readonly root: string, readonly session: number, readonly frozen: Map<string, FrozenPath[]>, readonly readXattrs?: ReadXattrs) {}
+  constructor (readonly root: string, readonly session: number, private readonly frozen: Map<string, FrozenPath[]>, readonly readXattrs?: ReadXattrs) {}
+
+  /**
+   * Freezes `rel` for every session up to `session` not frozen yet: the
+   * copy `f` answers their references from now on. A copy with the same
+   * content as the one of the sessions just before extends that copy's
+   * range instead of adding one. Returns the path's list of copies (to
+   * persist, kind `lower`), or null when `rel` is already frozen for
+   * `session`. In memory only; the caller writes the list.
+   */
+  freeze (rel: string, session: number, f: Omit<FrozenPath, 'from' | 'to'>): FrozenPath[] | null {
+    const list = this.frozen.get(rel) ?? []
+    const from = list.reduce((m, x) => Math.max(m, x.to), 0) + 1
+    if (from > session) return null
+    const last = list.find(x => x.to === from - 1)
+    if (last !== undefined && sameFrozen(last, f)) last.to = session
+    else list.push({ from, to: session, ...f })
+    this.frozen.set(rel, list)
+    return list
+  }
+
+  /** Replaces the frozen copies of `rel` (garbage collection keeps `kept`; [] removes the path's entry). */
+  setFrozen (rel: string, kept: FrozenPath[]): void {
+    if (kept.length > 0) this.frozen.set(rel, kept)
+    else this.frozen.delete(rel)
+  }
+
+  /** A copy of every frozen list, sharing the copies themselves (write-back's view of the layer as it was before it froze anything). */
+  frozenCopy (): Map<string, FrozenPath[]> {
+    return new Map([...this.frozen].map(([k, v]) => [k, v.slice()]))
+  }
 
   /**
    * Listings read from the live directory by this process, by path. Reading

@@ -8,11 +8,20 @@ import type { Ino } from '../base/types.js'
 import { type InodeRecord, ROOT_INO, isDir } from './inode.js'
 import { recordOfLower } from './lower.js'
 import type { TableNode } from './itable.js'
-import type { Generations } from './history/generations.js'
 import type { Workspace } from './workspace.js'
 
+/** Reads a record of a sealed table, loading the nodes on its path from the store if needed (history/generations.ts implements it). */
+export interface RecordReader {
+  recordIn(t: TableNode, ino: Ino): Promise<InodeRecord | undefined>
+}
+
 export class TreeView {
-  constructor (readonly gens: Generations, readonly ws: Workspace, readonly table: TableNode) {}
+  /**
+   * @param gens loads records of sealed tables from the store
+   * @param ws the live workspace: its lower layer and block store read file bytes
+   * @param table the sealed table viewed
+   */
+  constructor (readonly gens: RecordReader, readonly ws: Workspace, readonly table: TableNode) {}
 
   /** The root directory record. */
   async root (): Promise<InodeRecord> {

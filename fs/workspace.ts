@@ -30,9 +30,10 @@ import {
   type InodeRecord, type Link, ROOT_INO, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO,
   cloneRecord, isDir, isFile, isSymlink, nowNs
 } from './inode.js'
-import { type TableNode, lookup } from './itable.js'
+import { type TableNode, applyChanges, lookup } from './itable.js'
 import { LowerLayer, type LowerEntry, recordOfLower } from './lower.js'
 import { isNoSpace } from '../store/errors.js'
+import type { Caller, FsOps, Stat } from './api.js'
 import {
   fail, ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, EPERM, ESTALE, ENODATA,
   ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG, ENOTSUP
@@ -48,15 +49,6 @@ export interface Blocks {
   ensureSpace?(bytes: number): void
   /** makes the next read of every block hash it again (before a bulk copy out of the store) */
   recheck?(): void
-}
-
-/** Who is asking: from the FUSE request context. */
-export interface Caller { uid: number, gid: number }
-
-/** The stat the adapter hands to the kernel. Times in ns since the epoch. */
-export interface Stat {
-  mode: number; uid: number; gid: number; size: number; nlink: number; ino: number; rdev: number
-  blksize: number; blocks: number; atime: bigint; mtime: bigint; ctime: bigint
 }
 
 /**
@@ -88,20 +80,27 @@ export interface WorkspaceOptions {
 }
 
 /** The live generation of one mounted workspace. */
-export class Workspace {
+export class Workspace implements FsOps {
   readonly blocks: Blocks
-  lower: LowerLayer
-  base: TableNode
+  readonly lower: LowerLayer
+  /**
+   * The live generation is owned here alone: `baseTable` + `dirty` +
+   * `dirtyData` + `orphans` change only through this class's methods
+   * (fold, swapTo and the FS operations); history reads them through
+   * base, unsavedRecords, liveTable, hasUnsealedData and orphanRecords.
+   */
+  private baseTable: TableNode
   /** records changed in this generation; null = removed */
-  dirty = new Map<Ino, InodeRecord | null>()
+  private dirty = new Map<Ino, InodeRecord | null>()
   /** unsealed block buffers (each BLOCK_SIZE bytes) of files written in this generation */
-  dirtyData = new Map<Ino, Map<number, Buffer>>()
+  private readonly dirtyData = new Map<Ino, Map<number, Buffer>>()
   /** bytes written since the last checkpoint (reported, not a limit) */
-  dirtyBytes = 0
+  private written = 0
   /** bytes held in dirtyData */
-  dirtyDataBytes = 0
+  private dirtyDataBytes = 0
   /** inodes unlinked while open: alive until their last handle closes */
-  orphans = new Map<Ino, InodeRecord>()
+  private readonly orphans = new Map<Ino, InodeRecord>()
+  /** next inode number to allocate (never reused across branches; persisted by history with every state record) */
   nextIno: number
   private readonly handles = new Map<number, Handle>()
   /** handles whose name is gone (path null) and not stale: namelessOpen and hasNamelessHandles look only here, not at every handle (write asks it) */
@@ -124,16 +123,64 @@ export class Workspace {
   constructor (o: WorkspaceOptions) {
     this.blocks = o.blocks
     this.lower = o.lower
-    this.base = o.base
+    this.baseTable = o.base
     this.nextIno = o.nextIno
   }
+
+  // ---- the live generation, as history sees it ---------------------------
+
+  /** The sealed inode table this generation started from (changed only by fold and swapTo). */
+  get base (): TableNode { return this.baseTable }
+
+  /** Bytes written since the last checkpoint (reported, not a limit). */
+  get dirtyBytes (): number { return this.written }
+
+  /** Records changed in this generation over `base` (null: removed). O(1); a read-only view. */
+  unsavedRecords (): ReadonlyMap<Ino, InodeRecord | null> { return this.dirty }
+
+  /** The live state as one table, changing nothing (diff against the live state). O(dirty) pointer copies. */
+  liveTable (): TableNode { return applyChanges(this.baseTable, this.dirty) }
+
+  /**
+   * The consistent cut (DECISIONS.md "The live generation"): folds this
+   * generation's changed records into a new base table, synchronously, and
+   * starts counting written bytes from zero. Returns the new table and the
+   * bytes written since the last fold. Unsealed block buffers stay (the
+   * caller seals them first, sealAll). O(dirty).
+   */
+  fold (): { table: TableNode, dirtyBytes: number } {
+    const table = applyChanges(this.baseTable, this.dirty)
+    const dirtyBytes = this.written
+    this.baseTable = table
+    this.dirty = new Map()
+    this.written = 0
+    return { table, dirtyBytes }
+  }
+
+  /** After a fold whose checkpoint could not be written: its written bytes count again toward the next one. */
+  unfoldBytes (dirtyBytes: number): void { this.written += dirtyBytes }
+
+  /** True when some file has written bytes not sealed into blocks yet. O(files with buffers). */
+  hasUnsealedData (): boolean {
+    for (const m of this.dirtyData.values()) if (m.size > 0) return true
+    return false
+  }
+
+  /** True when `r` is the live record of its inode and has writes not sealed into blocks yet. */
+  hasUnsealedWrites (r: InodeRecord): boolean {
+    if (r.ino === 0 || !r.blocks) return false
+    return (this.dirtyData.get(r.ino)?.size ?? 0) > 0 && this.get(r.ino) === r
+  }
+
+  /** Inodes unlinked while open (alive until their last handle closes; in no checkpoint). */
+  orphanRecords (): IterableIterator<InodeRecord> { return this.orphans.values() }
 
   // ---- records ----------------------------------------------------------
 
   /** Record of `ino` in the live state (orphans included), or undefined. */
   get (ino: Ino): InodeRecord | undefined {
     if (this.dirty.has(ino)) return this.dirty.get(ino) ?? this.orphans.get(ino)
-    return lookup(this.base, ino) ?? this.orphans.get(ino)
+    return lookup(this.baseTable, ino) ?? this.orphans.get(ino)
   }
 
   private must (ino: Ino): InodeRecord {
@@ -152,7 +199,7 @@ export class Workspace {
     if (d) { if (!listing) this.listedOnly.delete(d); return d }
     const o = this.orphans.get(ino)
     if (o) return o
-    const r = lookup(this.base, ino)
+    const r = lookup(this.baseTable, ino)
     if (!r) fail(ESTALE, `inode ${ino} no longer exists`)
     const c = cloneRecord(r)
     this.dirty.set(ino, c)
@@ -180,7 +227,7 @@ export class Workspace {
     for (const [ino, r] of this.dirty) {
       if (r === null || !this.listedOnly.has(r) || r.blocks !== undefined) return false
       let b: InodeRecord | undefined
-      try { b = lookup(this.base, ino) } catch { return false }
+      try { b = lookup(this.baseTable, ino) } catch { return false }
       if (b === undefined) {
         // a child record made by the listing: a file's content is still lower (a directory may be listed too)
         if (isFile(r) && r.lower === undefined) return false
@@ -786,7 +833,7 @@ export class Workspace {
     // other names show a stale size and mtime now: more than one name, or one name the handle is not open by,
     // or another handle open by a name that is gone (its nameless node; openCount first: the usual write is O(1))
     if (m.links.length > 1 || (m.links.length === 1 && h.path === null) || ((this.openCount.get(m.ino) ?? 0) > 1 && this.namelessOpen(m.ino, fh))) this.linkedWrites.add(m.ino)
-    this.dirtyBytes += len
+    this.written += len
     if (this.dirtyDataBytes > DIRTY_DATA_LIMIT) keepIfNoSpace(() => this.sealAll())
     return len
   }
@@ -848,11 +895,11 @@ export class Workspace {
    */
   swapTo (table: TableNode): void {
     this.markStaleHandles(table)
-    this.base = table
+    this.baseTable = table
     this.dirty.clear()
     this.dirtyData.clear()
     this.dirtyDataBytes = 0
-    this.dirtyBytes = 0
+    this.written = 0
     for (const ino of [...this.lowerFds.keys()]) this.closeLowerFd(ino)
   }
 

@@ -23,7 +23,7 @@ import type { Generations } from './history/generations.js'
 import type { Workspace } from './workspace.js'
 import { BLOCK_SIZE, type BlockId } from '../base/types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
-import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, sameFrozen, listTreeNoAtime, WRITEBACK_TEMP_PREFIX, LowerLayer } from './lower.js'
+import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, listTreeNoAtime, WRITEBACK_TEMP_PREFIX, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
 import { isNoSpace } from '../store/errors.js'
 import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
@@ -86,7 +86,7 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
   const root = o.dir
   const times: TimeBatch = []
   const view = new TreeView(o.gens, o.ws, o.ws.base)
-  const before = new LowerLayer(o.ws.lower.root, session, new Map([...o.ws.lower.frozen].map(([k, v]) => [k, v.slice()])))
+  const before = new LowerLayer(o.ws.lower.root, session, o.ws.lower.frozenCopy())
   const frozenNow = new Map<string, FrozenPath[]>()
   const stats: WriteBackStats = { written: 0, removed: 0, frozen: 0, errors: [] }
   const absOf = (rel: string): string => rel === '' ? root : `${root}/${rel}`
@@ -94,14 +94,8 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
 
   // ---- freezing (pass 1) ----
   const freeze = (rel: string, f: Omit<FrozenPath, 'from' | 'to'>): void => {
-    const list = o.ws.lower.frozen.get(rel) ?? []
-    const from = list.reduce((m, x) => Math.max(m, x.to), 0) + 1
-    if (from > session) return // already frozen for this session
-    const last = list.find(x => x.to === from - 1)
-    // the same content as the copy of the sessions just before: one copy answers them all
-    if (last !== undefined && sameFrozen(last, f)) last.to = session
-    else list.push({ from, to: session, ...f })
-    o.ws.lower.frozen.set(rel, list)
+    const list = o.ws.lower.freeze(rel, session, f)
+    if (list === null) return // already frozen for this session
     frozenNow.set(rel, list)
     stats.frozen++
   }

@@ -11,9 +11,8 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import { Fuse, type FuseInstance, type FuseOps, type Stat as FuseStat, type InvalidateItem } from './binding.js'
-import { FsError } from '../base/errno.js'
-import { isNoSpace } from '../store/errors.js'
-import type { Workspace, Stat, Caller } from '../fs/workspace.js'
+import { FsError, isNoSpace } from '../base/errno.js'
+import type { FsOps, Stat, Caller, InvalidationPlan } from '../fs/api.js'
 
 /** Mount options that keep the binding near its ceiling and restores exact (fuse-native.md §6, §8). */
 export const MOUNT_OPTIONS = [
@@ -25,7 +24,7 @@ export interface AdapterOptions {
   /** directory to mount on */
   mountpoint: string
   /** the live workspace; read on every request, so it may be replaced (restore swaps its tables, not the object) */
-  workspace: Workspace
+  workspace: FsOps
   /** directory whose filesystem statfs reports (the store) */
   statfsPath: string
   /** makes the live state durable (fsync, fsyncdir: the inode is passed for the record); absent: fsync only answers */
@@ -42,6 +41,17 @@ interface Refresh {
   nameless: boolean
 }
 const NOTHING: Refresh = { paths: [], nameless: false }
+
+/** The binding's items for a plan, in the order the plan says (fuse/binding.ts InvalidateItem). */
+export function invalidateItems (plan: InvalidationPlan): InvalidateItem[] {
+  const items: InvalidateItem[] = []
+  for (const p of plan.inodes) items.push([4, p, 0, 0])
+  for (const p of plan.renew) items.push([5, p])
+  if (plan.nameless) items.push([6])
+  for (const p of plan.entries) items.push([3, p])
+  items.push([1, 1, 0, 0])
+  return items
+}
 
 function toFuseStat (s: Stat): FuseStat {
   return s as unknown as FuseStat
@@ -61,7 +71,7 @@ const SIBLING_WAIT_MS = 1000
 /** A mounted workspace. */
 export class FuseMount {
   readonly fuse: FuseInstance
-  private readonly ws: Workspace
+  private readonly ws: FsOps
   private readonly log: (msg: string) => void
   /** requests answered, by kind, for status and benchmarks */
   readonly counts = { ops: 0, errors: 0 }
@@ -88,10 +98,13 @@ export class FuseMount {
     return new Promise((resolve, reject) => this.fuse.unmount(err => err ? reject(err) : resolve()))
   }
 
-  /** Drops kernel caches of the given paths, off the JavaScript thread. */
-  async invalidate (items: InvalidateItem[]): Promise<void> {
-    if (items.length === 0) return
-    await this.fuse.invalidate(items)
+  /**
+   * Drops the kernel caches a restore made stale, off the JavaScript thread:
+   * the plan's inodes, then renewed names, then nameless nodes, then entries
+   * (deepest first), then the root always (fuse-invalidation.md §6).
+   */
+  async invalidate (plan: InvalidationPlan): Promise<void> {
+    await this.fuse.invalidate(invalidateItems(plan))
   }
 
   private caller (): Caller {

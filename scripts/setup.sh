@@ -7,7 +7,7 @@
 #     (the main job and the tests), make + gcc (the tools tests build C)
 #   - npm dependencies (npm install when node_modules is missing or older
 #     than package.json)
-#   - the TypeScript build (dist/) and the native binding (fuse/native/build)
+#   - the TypeScript build (dist/, tsc -b over the folders' projects) and the native binding (fuse/native/build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +40,8 @@ if [ ! -d node_modules ] || [ package.json -nt node_modules ] || [ ! -x node_mod
 fi
 
 say "building"
-node_modules/.bin/tsc -p tsconfig.json
+# one project per folder (tsc -b): a wrong-way import or a cycle fails the build (README "Layout")
+node_modules/.bin/tsc -b
 # node-gyp is chatty: keep its output, show it only when the build fails
 native_log=$(mktemp)
 if ! node scripts/build-native.mjs >"$native_log" 2>&1; then cat "$native_log" >&2; rm -f "$native_log"; say "building the FUSE binding failed (output above)"; exit 1; fi

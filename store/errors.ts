@@ -125,8 +125,4 @@ export function storeIoError (err: unknown, what: string, context: StoreErrorCon
   return new StoreIoError(`${what} failed: ${msg}`, { ...context, ...(errno ? { errno } : {}), cause: err })
 }
 
-/** True when `err` says the store's filesystem is full (StoreNoSpaceError, or a raw ENOSPC/EDQUOT). */
-export function isNoSpace (err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code
-  return code === 'E_NO_SPACE' || code === 'ENOSPC' || code === 'EDQUOT'
-}
+export { isNoSpace } from '../base/errno.js'

@@ -57,10 +57,10 @@ import type { StoreDb } from '../../store/db.js'
 import type { BlockStore } from '../../store/blocks.js'
 import { RECORD_HEADER_SIZE, PACK_HEADER_SIZE } from '../../store/pack.js'
 import type { FrozenPath } from '../lower.js'
-import type { GcPolicy, GcReport } from '../../daemon/api.js'
+import type { GcPolicy, GcReport } from '../../proto/messages.js'
 import { META_GC_REMOVED, addRanges, asRanges } from './losses.js'
 
-export type { GcPolicy, GcReport } from '../../daemon/api.js'
+export type { GcPolicy, GcReport } from '../../proto/messages.js'
 
 /** Default policy: keep the newest 50, drop branches abandoned for 7 days, runs idle for 1 day are over. */
 export const DEFAULT_GC_POLICY: GcPolicy = { keepLast: 50, abandonedAfterMs: 7 * 24 * 3600 * 1000, runIdleMs: 24 * 3600 * 1000, dryRun: false }
@@ -151,7 +151,7 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     const marked = await mark(db, keptRoots, snap.liveRoot, snap.liveTable)
     // frozen copies answer lower references of their sessions: those no kept record refers to go
     marked.sessions.add(gens.state.session)
-    if (ws) for (const r of [...ws.dirty.values(), ...ws.orphans.values()]) if (r?.lower) marked.sessions.add(r.lower.s)
+    if (ws) for (const r of [...ws.unsavedRecords().values(), ...ws.orphanRecords()]) if (r?.lower) marked.sessions.add(r.lower.s)
     const frozenKept = new Map<string, FrozenPath[]>()
     for await (const e of db.iterate<FrozenPath[]>('lower')) {
       const list = Array.isArray(e.value) ? e.value : []
@@ -197,7 +197,7 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
       const batch = db.batch()
       for (const [p, kept] of frozenKept) { if (kept.length > 0) batch.put('lower', p, kept); else batch.del('lower', p) }
       await batch.write({ sync: true })
-      for (const [p, kept] of frozenKept) { if (kept.length > 0) ws?.lower.frozen.set(p, kept); else ws?.lower.frozen.delete(p) }
+      for (const [p, kept] of frozenKept) ws?.lower.setFrozen(p, kept)
     }
     const forgotten = blocks.forget(deadBlocks)
     for (const id of deadNodes) { gens.nodes.delete(id); gens.records.delete(id) }
@@ -345,8 +345,8 @@ async function dropCheckpoints (db: StoreDb, gens: Generations, choice: Choice):
 function unsavedBlocks (ws: Workspace): Set<BlockId> {
   const out = new Set<BlockId>()
   const add = (r: InodeRecord | null): void => { for (const b of r?.blocks ?? []) if (b) out.add(b) }
-  for (const r of ws.dirty.values()) add(r)
-  for (const r of ws.orphans.values()) add(r)
+  for (const r of ws.unsavedRecords().values()) add(r)
+  for (const r of ws.orphanRecords()) add(r)
   return out
 }
 

@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=api.js.map

@@ -1,0 +1,187 @@
+/**
+ * diff: the differences between two checkpoints, or a checkpoint and the
+ * live state, by path (proto DiffEntry: added, deleted, modified, meta, type).
+ *
+ * Cost: the inode tables say which inodes differ (O(changed)); the walk
+ * descends only into directories holding a changed inode below them. File
+ * content is compared by block lists where both sides have them, by mtime and
+ * then bytes otherwise (sameContent).
+ */
+import type { BlockId, CheckpointId, Ino } from '../../base/types.js'
+import { type InodeRecord, S_IFMT, S_IFREG } from '../inode.js'
+import type { LowerLayer } from '../lower.js'
+import { type TableNode, differences, loadDifferences, lookup, recordId } from '../itable.js'
+import type { Workspace } from '../workspace.js'
+import { TreeView } from '../tree.js'
+import type { DiffEntry } from '../../proto/messages.js'
+import type { Generations } from './generations.js'
+
+/**
+ * Differences between two checkpoints (or a checkpoint and the live
+ * state), by path. The inode tables say which inodes differ (O(changed));
+ * the walk from the root then descends only into directories that hold a
+ * changed inode somewhere below (their ancestors, by links, in either
+ * table) or that differ themselves. A directory's own record does not
+ * change when a file below it is rewritten, so it alone cannot decide. A
+ * directory listed on one side only (still lower on the other) is compared
+ * name by name.
+ */
+export async function diffCheckpoints (g: Generations, ws: Workspace, a: CheckpointId, b?: CheckpointId): Promise<DiffEntry[]> {
+  const ta = await g.tableOf(a)
+  const live = b === undefined
+  const tb = live ? ws.liveTable() : await g.tableOf(b)
+  await loadDifferences(g, ws.base, ta, g.nodes, g.records)
+  await loadDifferences(g, ws.base, tb, g.nodes, g.records)
+  return await diffTables(g, ws, ta, tb, live)
+}
+
+/** diff between two tables; `live`: tb is the live state (its unsealed writes count). Entries sorted by path. */
+export async function diffTables (g: Generations, ws: Workspace, ta: TableNode, tb: TableNode, live: boolean): Promise<DiffEntry[]> {
+  await loadDifferences(g, ta, tb, g.nodes, g.records)
+  const va = new TreeView(g, ws, ta)
+  const vb = new TreeView(g, ws, tb)
+  // directories with a changed inode below them, in either table
+  const below = new Set<Ino>()
+  for (const ino of differences(ta, tb)) {
+    for (const t of [ta, tb]) {
+      let r = lookup(t, ino)
+      for (let depth = 0; r && r.links.length > 0 && depth < 4096; depth++) {
+        const parent = r.links[0][0]
+        if (below.has(parent)) break
+        below.add(parent)
+        r = lookup(t, parent)
+      }
+      for (const l of lookup(t, ino)?.links.slice(1) ?? []) below.add(l[0])
+    }
+  }
+  const out: DiffEntry[] = []
+  const all = async (v: TreeView, r: InodeRecord, p: string, change: 'added' | 'deleted'): Promise<void> => {
+    out.push({ path: p, change })
+    if ((r.mode & S_IFMT) === 0o040000) for (const [n, c] of await v.children(r)) await all(v, c, `${p}/${n}`, change)
+  }
+  const walk = async (x: InodeRecord, y: InodeRecord, p: string): Promise<void> => {
+    const isDir = (x.mode & S_IFMT) === 0o040000
+    if (sameRecord(ws.lower, x, y) && !(isDir && (below.has(x.ino) || below.has(y.ino)))) return
+    if ((x.mode & S_IFMT) !== (y.mode & S_IFMT)) { out.push({ path: p || '/', change: 'type' }); return }
+    if (!isDir) {
+      if (!sameContent(ws, x, y, false, live)) out.push({ path: p, change: 'modified' })
+      else if (!sameMeta(x, y)) out.push({ path: p, change: 'meta' })
+      return
+    }
+    if (!sameMeta(x, y)) out.push({ path: p || '/', change: 'meta' })
+    const cx = await va.children(x); const cy = await vb.children(y)
+    for (const [n, c] of cx) {
+      const d = cy.get(n)
+      if (!d) await all(va, c, `${p}/${n}`, 'deleted')
+      else await walk(c, d, `${p}/${n}`)
+    }
+    for (const [n, d] of cy) if (!cx.has(n)) await all(vb, d, `${p}/${n}`, 'added')
+  }
+  await walk(await va.root(), await vb.root(), '')
+  out.sort((p, q) => p.path < q.path ? -1 : p.path > q.path ? 1 : 0)
+  return out
+}
+
+/** Same record: one object, one persisted id, or the same lower entry (see sameLower). */
+function sameRecord (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean {
+  if (x === y) return true
+  const ix = recordId(x)
+  if (ix !== 0 && ix === recordId(y)) return true
+  return x.lower !== undefined && y.lower !== undefined && !x.entries && !y.entries && !x.blocks && !y.blocks &&
+    (x.mode & S_IFMT) === (y.mode & S_IFMT) && x.size === y.size && sameMeta(x, y) && sameLower(lower, x, y)
+}
+
+/**
+ * True when two lower references (file content or a directory's listing)
+ * name the same thing. References of one mount session do when they name
+ * one path. Every mount session reads the directory as a new lower layer,
+ * so after an unmount and a remount the same unchanged file is `{s: 1, p}`
+ * in the old records and `{s: 2, p}` in the new ones. Two sessions' references
+ * to one path name the same thing when no write-back changed the path in
+ * between: write-back freezes a path before it changes it (for every
+ * session up to its own, fs/writeback.ts), so that is when both resolve
+ * to the same frozen copy, or both to the directory as it is now
+ * (LowerLayer.frozenFor). For files one more condition: the two records
+ * agree on mtime or on ctime (write-back that sets only a file's attributes
+ * changes its ctime; when the mtime was changed too, a file with the same
+ * bytes is reported modified: the references cannot tell). Edits made to the directory while it was not mounted
+ * are outside what rewindfs versions: both references then read the edited
+ * bytes, the old ones are gone. Through this rule such an edit shows as
+ * changed content (a size that differs always does), unless it set the mtime
+ * back too; then only what else differs (mode, owner, ...) shows.
+ */
+function sameLower (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean {
+  const a = x.lower!; const b = y.lower!
+  if (a.p !== b.p) return false
+  if (a.s === b.s) return true
+  if (lower.frozenFor(a) !== lower.frozenFor(b)) return false
+  return (x.mode & S_IFMT) !== S_IFREG || x.mtime === y.mtime || x.ctime === y.ctime
+}
+
+/** Same attributes for diff: atime is left out (reading the lower layer can move it; it is restored all the same). */
+function sameMeta (x: InodeRecord, y: InodeRecord): boolean {
+  return x.mode === y.mode && x.uid === y.uid && x.gid === y.gid && x.mtime === y.mtime &&
+    sameXattrs(x.xattrs, y.xattrs)
+}
+
+function sameXattrs (a: Record<string, Uint8Array> | undefined, b: Record<string, Uint8Array> | undefined): boolean {
+  const ka = Object.keys(a ?? {}); const kb = Object.keys(b ?? {})
+  if (ka.length !== kb.length) return false
+  return ka.every(k => b![k] !== undefined && Buffer.compare(a![k], b![k]) === 0)
+}
+
+/** Bytes compared per read when diff compares file content byte by byte. */
+const COMPARE_CHUNK = 1 << 20
+
+/**
+ * Content of two non-directory records for diff: the content of files, the
+ * target of symlinks, the device number of devices. `xLive`/`yLive` say
+ * whether a record is of the live state (its unsealed writes count).
+ *
+ * A file's content is known as a block list (its own, or the frozen copy its
+ * lower reference resolves to) or as a file of the lower directory. Rules,
+ * cheapest first:
+ *  - other size: different;
+ *  - both lower references (not written through the mount since) that
+ *    sameLower finds the same: equal;
+ *  - both block lists, no unsealed writes: equal lists are equal content
+ *    (blocks are content-addressed and deduplicated byte for byte, holes are 0);
+ *  - otherwise (a block list against a lower file, e.g. a file edited in one
+ *    session and read back from the directory after its write-back in the
+ *    next; unsealed writes; lists that differ): other mtime (ns) is reported
+ *    as different content without reading; the same mtime compares the bytes,
+ *    which is O(size) and stops at the first difference. So a file rewritten
+ *    with other bytes of the same size and its mtime set back (touch -d) is
+ *    still modified, and one written back with the bytes it had is not. A
+ *    lower file that cannot be read counts as different.
+ */
+function sameContent (ws: Workspace, x: InodeRecord, y: InodeRecord, xLive: boolean, yLive: boolean): boolean {
+  if (x.size !== y.size || x.target !== y.target || x.rdev !== y.rdev) return false
+  if ((x.mode & S_IFMT) !== S_IFREG) return true
+  const xd = xLive ? ws.hasUnsealedWrites(x) : false
+  const yd = yLive ? ws.hasUnsealedWrites(y) : false
+  if (x.lower && y.lower && !x.blocks && !y.blocks && sameLower(ws.lower, x, y)) return true
+  const bx = blocksOf(ws.lower, x); const by = blocksOf(ws.lower, y)
+  if (bx && by && !xd && !yd && bx.length === by.length && bx.every((b, i) => b === by[i])) return true
+  if (x.mtime !== y.mtime) return false
+  if (x.size === 0) return true
+  const a = Buffer.allocUnsafe(Math.min(COMPARE_CHUNK, x.size)); const b = Buffer.allocUnsafe(a.length)
+  try {
+    for (let pos = 0; pos < x.size; pos += a.length) {
+      const n = Math.min(a.length, x.size - pos)
+      ws.readRecord(x, a, n, pos, xd)
+      ws.readRecord(y, b, n, pos, yd)
+      if (!a.subarray(0, n).equals(b.subarray(0, n))) return false
+    }
+  } catch {
+    return false
+  }
+  return true
+}
+
+/** The block list of a file record: its own, the frozen copy its lower reference resolves to, or undefined (a lower file). */
+function blocksOf (lower: LowerLayer, r: InodeRecord): BlockId[] | undefined {
+  if (r.blocks) return r.blocks
+  if (!r.lower) return []
+  return lower.frozenFor(r.lower)?.blocks
+}

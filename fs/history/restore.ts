@@ -1,0 +1,83 @@
+/**
+ * Restore: makes the live workspace equal to a checkpoint and starts a new
+ * branch from it (DESIGN.md "Generations"). Cost: O(inodes that differ)
+ * store reads and kernel invalidations; unchanged inodes are never looked at.
+ * After the swap, the count of changed paths is computed as diff lists them.
+ */
+import type { CheckpointId } from '../../base/types.js'
+import { differences, loadDifferences } from '../itable.js'
+import type { Workspace } from '../workspace.js'
+import type { InvalidationPlan } from '../api.js'
+import type { RestoreInfo } from '../../proto/messages.js'
+import type { Generations } from './generations.js'
+import { sealCheckpoint } from './checkpoint.js'
+import { writeRestoreIntent } from './journal.js'
+import { invalidationPlan } from './invalidation.js'
+import { diffTables } from './diff.js'
+
+/**
+ * Makes the live workspace equal to checkpoint `id` and starts a new
+ * branch from it. Unsaved changes are first sealed as a checkpoint on the
+ * abandoned branch (label "before restore to N"), so nothing is lost.
+ * `invalidate` drops the kernel's caches named by the plan; the restore
+ * resolves when it is done. Call only inside `g.exclusive` (Generations.restore
+ * does); an unknown id throws ApiError E_UNKNOWN_CHECKPOINT before anything
+ * changes.
+ *
+ * Journal: before anything changes, the restore's intent (`meta.restore`,
+ * RestoreIntent) is written with sync; the swap's own record (new branch,
+ * new head) deletes it. A daemon killed in between leaves the intent, and
+ * the next start completes the restore (`completeInterruptedRestore`); one
+ * killed before the intent was durable restarts from the state before the
+ * restore. So an interrupted restore either completes or never happened,
+ * and one that was acknowledged survives a crash.
+ */
+export async function restoreCheckpoint (g: Generations, ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<RestoreInfo> {
+  const t0 = performance.now()
+  const label = `before restore to ${id}`
+  let saved: CheckpointId | null = null
+  if (g.unsaved(ws)) saved = (await sealCheckpoint(g, ws, { label })).id
+  const cp = g.checkpoint(id)
+  const target = await g.tableOf(id)
+  await loadDifferences(g, ws.base, target, g.nodes, g.records)
+  // FUSE writes may land during any await (mark0's fsync, store reads,
+  // the journal write); seal them and reload until a check finds nothing
+  // new, so the check and the swap have no await between them and no
+  // completed write is dropped by swapTo. Each round is O(what changed
+  // meanwhile).
+  let journaled = false
+  for (;;) {
+    if (g.unsaved(ws)) {
+      saved = (await sealCheckpoint(g, ws, { label })).id
+      await loadDifferences(g, ws.base, target, g.nodes, g.records)
+      continue
+    }
+    if (journaled) break
+    await writeRestoreIntent(g, id)
+    journaled = true
+  }
+  // --- from here synchronous until the swap
+  // what is still dirty only lists lower directories (see unsaved): the swap drops those
+  // records, and the kernel may hold their paths with their inode numbers
+  const listed = [...ws.unsavedRecords().keys()]
+  const before = ws.base
+  const changed = differences(before, target)
+  const plan = invalidationPlan(ws, target, changed, listed)
+  ws.swapTo(target)
+  g.inodes = cp.inodes
+  g.switchToBranchFrom(cp)
+  const batch = g.db.batch()
+  batch.put('branch', g.state.branch, g.branches.get(g.state.branch)!)
+  g.intentOpen = true
+  g.writeState(batch, ws)
+  // the intent is durable: the swap's record needs no fsync of its own (a
+  // crash before it reaches the disk completes the restore at the next start)
+  const committed = batch.write({ sync: false }).catch(() => {
+    // written by the next mark, fsync or state save (writeState deletes the intent while it is open)
+  })
+  // the count of changed paths: as diff lists them (inodes are no measure across mount
+  // sessions, where the same unchanged file has another inode in each)
+  const count = diffTables(g, ws, before, target, false).then(d => d.length, () => changed.size)
+  const [, , n] = await Promise.all([committed, invalidate(plan), count])
+  return { checkpoint: id, branch: g.state.branch, changed: n, ms: performance.now() - t0, saved }
+}
