@@ -23,6 +23,8 @@ export interface ServiceDeps {
   workspacePath: string
   storePath: string
   protocol: number
+  /** FUSE requests served so far, by operation name (status.requests); absent: not reported */
+  requests?: () => Record<string, number>
   /** drops kernel caches (the FUSE mount) */
   invalidate: (items: InvalidationItem[]) => Promise<void>
   /** writes a checkpoint's tree to a directory */
@@ -60,7 +62,8 @@ export class Service implements RewindApi {
       dirtyBytes: this.d.workspace.dirtyBytes,
       dirtyInodes: this.d.generations.dirtyInodes(this.d.workspace),
       pid: process.pid,
-      protocol: this.d.protocol
+      protocol: this.d.protocol,
+      ...(this.d.requests ? { requests: this.d.requests() } : {})
     }
   }
 
