@@ -225,3 +225,35 @@ export function cllMode (cleanup: CleanupStack): Mode {
     }
   }
 }
+
+/** The git commit of the checkout at `dir` (short), or '?' */
+export function commitOf (dir: string): string {
+  try { return execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() } catch { return '?' }
+}
+
+/** Names of every mode, in the default order. */
+export const MODE_NAMES = ['native', 'rewindfs', 'rewindfs-b', 'git', 'git -f', 'btrfs', 'c-ll'] as const
+
+/**
+ * The modes named in `names` (default all; rewindfs-b only when `rewindfsB`,
+ * a second checkout's root, is given). Throws for an unknown name.
+ */
+export function selectModes (cleanup: CleanupStack, o: { names?: string[], rewindfsB?: string, repo: string }): Mode[] {
+  const names = o.names ?? MODE_NAMES.filter(n => n !== 'rewindfs-b' || o.rewindfsB)
+  return names.map(n => {
+    switch (n) {
+      case 'native': return nativeMode()
+      case 'rewindfs': return rewindMode('rewindfs', undefined, `rewindfs (this checkout, ${commitOf(o.repo)}), a mark after every step over one connection`)
+      case 'rewindfs-b': {
+        if (!o.rewindfsB) throw new Error('mode rewindfs-b needs --rewindfs-b PATH (a second checkout or worktree, built)')
+        const b = path.resolve(o.rewindfsB)
+        return rewindMode('rewindfs-b', path.join(b, 'dist/daemon/cli.js'), `rewindfs (build B: ${b}, ${commitOf(b)}), a mark after every step over one connection`)
+      }
+      case 'git': return gitMode(false)
+      case 'git -f': return gitMode(true)
+      case 'btrfs': return btrfsMode(cleanup)
+      case 'c-ll': return cllMode(cleanup)
+      default: throw new Error(`unknown mode "${n}": choose from ${MODE_NAMES.join(', ')}`)
+    }
+  })
+}
