@@ -1,21 +1,14 @@
 /**
  * Shared helpers for the benchmarks: a rewindfs mount served by a daemon in a
- * child process (like test/helpers/mount.ts, but under temporary directories
- * named rewindfs-bench-*, so the test runner's leftover sweep never kills a
- * running bench), a cleanup stack that also runs on SIGINT/SIGTERM, timing
- * and table printing.
+ * child process (bench/helpers/mount.ts, bench's own: bench/ imports nothing
+ * from test/), a cleanup stack that also runs on SIGINT/SIGTERM, timing and
+ * table printing.
  */
-import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
-import { spawn, execFileSync, spawnSync, type ChildProcess } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
-import { RewindClient } from '../client/client.js'
-import { mountWorkspace } from '../test/helpers/mount.js'
-
-const here = path.dirname(fileURLToPath(import.meta.url))
-/** dist/cli/main.js */
-export const CLI = path.resolve(here, '../cli/main.js')
+import { execFileSync } from 'node:child_process'
+import { mountRewind as mountBench, type RewindMount } from './helpers/mount.js'
+export { CLI, tempRoot, isMounted, forceUnmount, alive, type RewindMount } from './helpers/mount.js'
+export { median } from './helpers/stats.js'
 
 /** LIFO cleanup stack; runs on normal exit, on failure and on SIGINT/SIGTERM. */
 export class Cleanup {
@@ -27,6 +20,7 @@ export class Cleanup {
     }
   }
 
+  /** Registers `fn`; the returned function runs it now (once) and unregisters it. */
   push (what: string, fn: () => unknown): () => Promise<void> {
     const entry = { what, fn }
     this.fns.push(entry)
@@ -36,6 +30,7 @@ export class Cleanup {
     }
   }
 
+  /** Runs every registered function, last first; a failure is printed and the rest still run. */
   async run (): Promise<void> {
     if (this.running) return
     this.running = true
@@ -47,57 +42,22 @@ export class Cleanup {
   }
 }
 
-export function tempRoot (tag: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `rewindfs-bench-${tag}-`))
-}
-
-export function isMounted (dir: string): boolean {
-  return fs.readFileSync('/proc/mounts', 'utf8').split('\n').some(l => l.split(' ')[1] === dir)
-}
-
-/** fusermount -u, then -uz, then umount -l. */
-export function forceUnmount (dir: string): void {
-  for (const cmd of [['fusermount', '-u', dir], ['fusermount', '-uz', dir], ['umount', '-l', dir]]) {
-    if (!isMounted(dir)) return
-    spawnSync(cmd[0], cmd.slice(1), { stdio: 'ignore' })
-  }
-}
-
 export const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
-
-export function alive (c: ChildProcess): boolean { return c.exitCode === null && c.signalCode === null }
-
-export interface RewindMount {
-  root: string
-  dir: string
-  store: string
-  home: string
-  client: RewindClient
-  daemon: ChildProcess
-  /** discards and unmounts, kills the daemon if needed, removes root */
-  close(): Promise<void>
-}
 
 /**
  * Mounts a rewindfs workspace on a fresh directory populated by `populate`
- * (on the plain directory, before mounting), with the tests' mount builder
- * (test/helpers/mount.ts); its teardown is registered on `cleanup`.
+ * (on the plain directory, before mounting), served by the build at `cli`
+ * (default this checkout's; bench/helpers/mount.ts); its teardown is
+ * registered on `cleanup`.
  */
-export async function mountRewind (cleanup: Cleanup, tag: string, populate?: (dir: string) => void | Promise<void>): Promise<RewindMount> {
-  let close: () => Promise<void> = async () => {}
-  const m = await mountWorkspace({ teardown: fn => { close = cleanup.push(`rewindfs mount (${tag})`, fn) } }, populate)
-  return Object.assign(m, { close: async () => await close() })
+export async function mountRewind (cleanup: Cleanup, tag: string, populate?: (dir: string) => void | Promise<void>, cli?: string): Promise<RewindMount> {
+  const m = await mountBench(tag, { populate, cli })
+  const close = cleanup.push(`rewindfs mount (${tag})`, () => m.close())
+  return { ...m, close: async () => await close() }
 }
 
 /** High-resolution wall clock in ms. */
 export function now (): number { return Number(process.hrtime.bigint()) / 1e6 }
-
-export function median (xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b)
-  const n = s.length
-  if (n === 0) return NaN
-  return n % 2 === 1 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2
-}
 
 /** Runs a command synchronously (never from a process that serves a mount); throws with its stderr on failure. */
 export function sh (cmd: string, opts: { cwd?: string, env?: NodeJS.ProcessEnv, timeoutMs?: number } = {}): string {

@@ -26,6 +26,7 @@ import { loadOrCreateToken, writeConnectionFile, removeConnectionFile } from './
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { FuseMount } from '../fuse/adapter.js'
 import { xattrIo } from '../fuse/xattr.js'
+import { requestCounts } from '../fuse/binding.js'
 import { exportCheckpoint } from '../fs/export.js'
 import { writeBack } from '../fs/writeback.js'
 import { mountState } from './mounts.js'
@@ -288,6 +289,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     storePath: o.store,
     protocol: PROTOCOL_VERSION,
     invalidate: async (plan) => { await fuse.invalidate(plan) },
+    requests: requestCounts,
     exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir, xattrs: xattrIo }),
     unmount: beginUnmount,
     gc: async (policy) => {

@@ -24,6 +24,8 @@ export interface ServiceDeps {
   workspacePath: string
   storePath: string
   protocol: number
+  /** FUSE requests served so far, by operation name (status.requests); absent: not reported */
+  requests?: () => Record<string, number>
   /** drops kernel caches (the FUSE mount) */
   invalidate: (plan: InvalidationPlan) => Promise<void>
   /** writes a checkpoint's tree to a directory */
@@ -61,7 +63,8 @@ export class Service implements RewindApi {
       dirtyBytes: this.d.workspace.dirtyBytes,
       dirtyInodes: this.d.generations.dirtyInodes(this.d.workspace),
       pid: process.pid,
-      protocol: this.d.protocol
+      protocol: this.d.protocol,
+      ...(this.d.requests ? { requests: this.d.requests() } : {})
     }
   }
 

@@ -273,6 +273,8 @@ export interface FuseConstructor extends FuseErrnos {
   lsetxattr(path: string, name: string, value: Uint8Array, flags?: number): void
   /** rewindfs: see `lremovexattr` below */
   lremovexattr(path: string, name: string): void
+  /** rewindfs: see `requestCounts` below */
+  requestCounts(): Record<string, number>
 }
 
 function nativeEntry (): string {
@@ -315,6 +317,16 @@ export function lsetxattr (path: string, name: string, value: Uint8Array, flags 
 
 /** Removes xattr `name` of `path` (lremovexattr(2)); throws an XattrError (ENODATA when absent). */
 export function lremovexattr (path: string, name: string): void { Fuse.lremovexattr(path, name) }
+
+/**
+ * FUSE requests served by this process since the addon was loaded, by
+ * operation name (`{ getattr: 1234, write: 56, ... }`; operations with no
+ * request are absent). Counted in C on the libfuse worker thread, one
+ * relaxed atomic increment per request, before JS sees it; process-wide (all
+ * mounts of the process together). A contract the FUSE layer keeps (see
+ * PROTOCOL.md, `status.requests`): a rewrite keeps one counter per opcode.
+ */
+export function requestCounts (): Record<string, number> { return Fuse.requestCounts() }
 
 /** Linux open(2) flags as the kernel passes them to open/create. */
 export const O = {

@@ -104,6 +104,15 @@ export interface StatusInfo {
   pid: number
   /** protocol version spoken */
   protocol: number
+  /**
+   * FUSE requests the daemon's mount has served since the daemon started, by
+   * operation name (`{ getattr: 1234, write: 56, ... }`; an operation with no
+   * request is absent). Counted in the native binding per request, before
+   * JS. A contract the FUSE layer keeps across rewrites (PROTOCOL.md); the
+   * names are the binding's operations, so a low-level binding reports its
+   * own (lookup, forget, ...). Absent from servers older than issue 10.
+   */
+  requests?: Record<string, number>
 }
 
 /** Result of `hello`: what the server speaks. */

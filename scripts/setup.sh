@@ -4,7 +4,8 @@
 #   - Debian packages: libfuse2 + fuse3 (runtime; fuse3 replaces the fuse
 #     package and keeps a fusermount link), libfuse-dev + libfuse3-dev + pkg-config
 #     (building the patched binding), git + sqlite3 + python3-websockets
-#     (the main job and the tests), make + gcc (the tools tests build C)
+#     (the main job and the tests), make + gcc (the tools tests build C),
+#     btrfs-progs + rsync (peers of the benchmarks in bench/)
 #   - npm dependencies (npm install when node_modules is missing or older
 #     than package.json)
 #   - the TypeScript build (dist/, tsc -b over the folders' projects) and the native binding (fuse/native/build)
@@ -16,7 +17,7 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$major" -lt 20 ]; then say "Node.js 20 or newer is needed (found $(node --version 2>/dev/null || echo none))"; exit 1; fi
 
-pkgs=(libfuse2 fuse3 libfuse-dev libfuse3-dev pkg-config git sqlite3 python3-websockets rsync make gcc)
+pkgs=(libfuse2 fuse3 libfuse-dev libfuse3-dev pkg-config git sqlite3 python3-websockets rsync make gcc btrfs-progs)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

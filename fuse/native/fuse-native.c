@@ -74,8 +74,17 @@ napi_status napi_detach_arraybuffer(napi_env env, napi_value buf);
     l->ctx[3] = fctx__->umask;\
   }
 
+// rewindfs: per-opcode request counters (issue 10): one relaxed atomic
+// increment per request on the libfuse worker thread, read by JS with
+// fuse_native_request_counts(). Process-wide (a daemon serves one mount),
+// counted since the addon was loaded, indexed by the op_* numbers below.
+#define FN_OPS 35
+static uint64_t fn_request_counts[FN_OPS];
+#define FN_COUNT(op) __atomic_fetch_add(&fn_request_counts[op], 1, __ATOMIC_RELAXED)
+
 #define FUSE_NATIVE_HANDLER(name, blk)\
   fuse_thread_locals_t *l = get_thread_locals();\
+  FN_COUNT(op_##name);\
   FN_CAPTURE_CONTEXT(l)\
   l->op = op_##name;\
   l->op_fn = fuse_native_dispatch_##name;\
@@ -802,6 +811,7 @@ NAPI_METHOD(fuse_native_signal_init) {
 
 static void * fuse_native_init (struct fuse_conn_info *conn) {
   fuse_thread_locals_t *l = get_thread_locals();
+  FN_COUNT(op_init);
   FN_CAPTURE_CONTEXT(l)
 
   l->op = op_init;
@@ -1925,6 +1935,19 @@ NAPI_METHOD(fuse_native_lremovexattr) {
   return fn_xattr_int(env, r);
 }
 
+// rewindfs: the request counters as an array of numbers indexed by opcode
+// (exact up to 2^53 requests).
+NAPI_METHOD(fuse_native_request_counts) {
+  napi_value arr;
+  napi_create_array_with_length(env, FN_OPS, &arr);
+  for (uint32_t i = 0; i < FN_OPS; i++) {
+    napi_value v;
+    napi_create_double(env, (double) __atomic_load_n(&fn_request_counts[i], __ATOMIC_RELAXED), &v);
+    napi_set_element(env, arr, i, v);
+  }
+  return arr;
+}
+
 NAPI_INIT() {
   const napi_node_version* version;
   assert(napi_get_node_version(env, &version) == napi_ok);
@@ -1945,6 +1968,7 @@ NAPI_INIT() {
   NAPI_EXPORT_FUNCTION(fuse_native_nodeid)
   NAPI_EXPORT_FUNCTION(fuse_native_list_nodes)
   NAPI_EXPORT_FUNCTION(fuse_native_layout_ok)
+  NAPI_EXPORT_FUNCTION(fuse_native_request_counts)
 
   // rewindfs: xattr syscalls on the backing filesystem
   NAPI_EXPORT_FUNCTION(fuse_native_lxattrs)

@@ -920,6 +920,17 @@ Fuse.lremovexattr = function lremovexattr (p, name) {
   const r = binding.fuse_native_lremovexattr(String(p), String(name))
   if (r !== 0) throw xattrError('lremovexattr', r, p, name)
 }
+// rewindfs: FUSE requests served since the addon was loaded in this process,
+// by operation name ({ getattr: 1234, ... }; operations never called are
+// left out). Counted in C on the libfuse thread (issue 10).
+Fuse.requestCounts = function requestCounts () {
+  const raw = binding.fuse_native_request_counts()
+  const out = {}
+  for (const [name, { op }] of OpcodesAndDefaults) {
+    if (raw[op] > 0) out[name] = raw[op]
+  }
+  return out
+}
 
 module.exports = Fuse
 
