@@ -14,8 +14,8 @@ import { RewindClient } from '../client/client.js'
 import { mountWorkspace } from '../test/helpers/mount.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-/** dist/daemon/cli.js */
-export const CLI = path.resolve(here, '../daemon/cli.js')
+/** dist/cli/main.js */
+export const CLI = path.resolve(here, '../cli/main.js')
 
 /** LIFO cleanup stack; runs on normal exit, on failure and on SIGINT/SIGTERM. */
 export class Cleanup {

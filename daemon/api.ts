@@ -4,7 +4,7 @@
  * these; the workspace implements them. The result shapes are the wire
  * shapes, defined once in proto/messages.ts.
  */
-import type { CheckpointId } from './types.js'
+import type { CheckpointId } from '../base/types.js'
 import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo } from '../proto/messages.js'
 
 export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo } from '../proto/messages.js'
@@ -43,7 +43,7 @@ export interface RewindApi {
   unmount(req: { discard?: boolean }): Promise<{ discarded: boolean }>
   /** Pin (pinned true) or unpin checkpoint `id`: gc never removes a pinned checkpoint. Unknown id → E_UNKNOWN_CHECKPOINT. */
   pin(req: { id: CheckpointId; pinned: boolean }): Promise<CheckpointInfo>
-  /** Record that run `run` has ended: gc no longer keeps checkpoints for it (daemon/gc.ts). */
+  /** Record that run `run` has ended: gc no longer keeps checkpoints for it (fs/maint/gc.ts). */
   runEnd(req: { run: string }): Promise<RunEndInfo>
   /** Garbage collection with a retention policy (missing fields: defaults), while the workspace stays in use. */
   gc(req: Partial<GcPolicy>): Promise<GcReport>

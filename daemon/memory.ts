@@ -8,7 +8,7 @@
  * objects (entries) in insertion order. It only grows: an entry is never
  * overwritten or removed.
  *
- * Records (daemon/store/FORMAT.md "Rewind memory"): kind `memory`, key
+ * Records (store/FORMAT.md "Rewind memory"): kind `memory`, key
  * `<run>!<seq>` with seq a 16-hex-digit intKey counting from 0, value
  * `{time, entry}`. An add is written with sync before it resolves.
  *
@@ -18,7 +18,7 @@
  */
 import { ApiError } from '../proto/errors.js'
 import type { MemoryEntry } from '../proto/messages.js'
-import { intKey, type StoreDb } from './store/db.js'
+import { intKey, type StoreDb } from '../store/db.js'
 
 /** A persisted memory record (kind `memory`). */
 export interface MemoryRecord {

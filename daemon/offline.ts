@@ -8,9 +8,9 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { StoreDb, META_DIR } from './store/db.js'
-import { StoreError } from './store/errors.js'
-import { Generations } from './generations.js'
+import { StoreDb, META_DIR } from '../store/db.js'
+import { StoreError } from '../store/errors.js'
+import { Generations } from '../fs/history/generations.js'
 import type { CheckpointInfo } from './api.js'
 
 /** Why the stopped store could not be read: E_NO_STORE (no store there) or E_LOCKED (another process holds it). */

@@ -3,14 +3,14 @@
  * dispatches, each mapped to the workspace, the generations or the tree
  * writer. Paths arrive validated by proto/ (workspace-relative, no '..').
  */
-import type { CheckpointId } from './types.js'
+import type { CheckpointId } from '../base/types.js'
 import type { CandidateInfo, CheckpointInfo, DiffEntry, GcPolicy, GcReport, MemoryEntry, RestoreInfo, RewindApi, RunEndInfo, StatInfo, StatusInfo } from './api.js'
-import { type InodeRecord, isDir, isFile, typeName } from './inode.js'
-import type { Workspace } from './workspace.js'
-import type { CheckpointRecord, Generations, InvalidationItem } from './generations.js'
-import { TreeView } from './tree.js'
+import { type InodeRecord, isDir, isFile, typeName } from '../fs/inode.js'
+import type { Workspace } from '../fs/workspace.js'
+import type { CheckpointRecord, Generations, InvalidationItem } from '../fs/history/generations.js'
+import { TreeView } from '../fs/tree.js'
 import { ApiError } from '../proto/errors.js'
-import { FsError } from './errno.js'
+import { FsError } from '../base/errno.js'
 import { Memory } from './memory.js'
 import { MAX_CANDIDATES } from '../proto/validate.js'
 
@@ -33,7 +33,7 @@ export interface ServiceDeps {
    * mounted, when it cannot start (E_NO_SPACE on a full disk)
    */
   unmount: (discard: boolean) => Promise<void>
-  /** garbage collection of this store while mounted (daemon/gc.ts) */
+  /** garbage collection of this store while mounted (fs/maint/gc.ts) */
   gc: (policy: Partial<GcPolicy>) => Promise<GcReport>
   /** rewind memory; default: kept in the generations' store database */
   memory?: Memory

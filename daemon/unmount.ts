@@ -4,9 +4,9 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { StoreNoSpaceError, isNoSpace } from './store/errors.js'
-import { freeBytes } from './store/space.js'
-import { FULL_BELOW } from './diskfull.js'
+import { StoreNoSpaceError, isNoSpace } from '../store/errors.js'
+import { freeBytes } from '../store/space.js'
+import { FULL_BELOW } from '../store/diskfull.js'
 
 /** Name of the file in the store where the daemon leaves the outcome of its last unmount. */
 export const UNMOUNT_FILE = 'unmount.json'

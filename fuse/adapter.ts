@@ -11,9 +11,9 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import { Fuse, type FuseInstance, type FuseOps, type Stat as FuseStat, type InvalidateItem } from './binding.js'
-import { FsError } from '../daemon/errno.js'
-import { isNoSpace } from '../daemon/store/errors.js'
-import type { Workspace, Stat, Caller } from '../daemon/workspace.js'
+import { FsError } from '../base/errno.js'
+import { isNoSpace } from '../store/errors.js'
+import type { Workspace, Stat, Caller } from '../fs/workspace.js'
 
 /** Mount options that keep the binding near its ceiling and restores exact (fuse-native.md §6, §8). */
 export const MOUNT_OPTIONS = [

@@ -32,5 +32,5 @@ export function lsetxattr (path: string, name: string, value: Uint8Array): void 
 /** Removes xattr `name` of `path` (lremovexattr(2)); throws an XattrError ('ENODATA' when absent). */
 export function lremovexattr (path: string, name: string): void { binding.lremovexattr(path, name) }
 
-/** The three calls as the daemon takes them (daemon/materialize.ts XattrIo). */
+/** The three calls as the daemon takes them (fs/materialize.ts XattrIo). */
 export const xattrIo = { read: lxattrs, set: lsetxattr, remove: lremovexattr }

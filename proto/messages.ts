@@ -153,7 +153,7 @@ export interface MemoryAddInfo { count: number }
 /** Result of `memory_get`: every entry of the run's rewind memory, in insertion order. */
 export interface MemoryGetInfo { entries: MemoryEntry[] }
 
-/** Retention policy of `gc` (daemon/gc.ts); every field has a default. */
+/** Retention policy of `gc` (fs/maint/gc.ts); every field has a default. */
 export interface GcPolicy {
   /** the newest N checkpoints (by id) are kept; default 50 */
   keepLast: number

@@ -183,7 +183,7 @@ class Reader {
   /**
    * A rewind memory run name: 1..MAX_RUN_LENGTH characters, well-formed, no
    * control characters (U+0000..U+001F, U+007F) and no '!' (the store key
-   * separator, daemon/store/FORMAT.md "Rewind memory").
+   * separator, store/FORMAT.md "Rewind memory").
    */
   run (f: string): string {
     const x = this.get(f, true)

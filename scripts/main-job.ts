@@ -84,7 +84,7 @@ async function main (): Promise<void> {
   const repo = spawnSync('git', ['rev-parse', '--show-toplevel'], { cwd: here, encoding: 'utf8' })
   if (repo.status !== 0) throw new JobError(`cannot find the repository of ${here}: ${repo.stderr.trim()}`)
   const repoDir = repo.stdout.trim()
-  const cliJs = path.resolve(here, '../daemon/cli.js')
+  const cliJs = path.resolve(here, '../cli/main.js')
 
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-demo-')))
   const ws = path.join(root, 'ws')
@@ -178,7 +178,7 @@ async function main (): Promise<void> {
 
     // --- (2) sed -i + an editor-style atomic save
     console.log('step 2: sed -i and an atomic save')
-    await inWs(`sed -i '1i // agent: reviewed the error numbers' daemon/errno.ts`)
+    await inWs(`sed -i '1i // agent: reviewed the error numbers' base/errno.ts`)
     await inWs(`${JSON.stringify(process.execPath)} -e '
       const fs = require("fs"), f = "daemon/paths.ts", tmp = "daemon/.paths.ts.swp-" + process.pid
       const st = fs.statSync(f)
@@ -187,8 +187,8 @@ async function main (): Promise<void> {
       fs.fsyncSync(fd); fs.closeSync(fd)
       fs.renameSync(tmp, f)
       const d = fs.openSync("daemon", "r"); fs.fsyncSync(d); fs.closeSync(d)'`)
-    const grep = await inWs(`grep -c '^// agent:' daemon/errno.ts daemon/paths.ts`)
-    if (grep.stdout.trim() !== 'daemon/errno.ts:1\ndaemon/paths.ts:1') failures.push(`edits not visible through the mount: ${grep.stdout.trim()}`)
+    const grep = await inWs(`grep -c '^// agent:' base/errno.ts daemon/paths.ts`)
+    if (grep.stdout.trim() !== 'base/errno.ts:1\ndaemon/paths.ts:1') failures.push(`edits not visible through the mount: ${grep.stdout.trim()}`)
     await checkpoint('2 sed + atomic save')
 
     // --- (3) git add -A && git commit
@@ -260,8 +260,8 @@ async function main (): Promise<void> {
     if (rows2.stdout.trim() !== '500') failures.push(`sqlite after restore: count.sh said "${rows2.stdout.trim()}${rows2.stderr.trim()}" (exit ${rows2.code}), expected 500`)
     const integ = await inWs(`sqlite3 agent-data/data.db "PRAGMA integrity_check;"`, { allowFail: true })
     if (integ.stdout.trim() !== 'ok') failures.push(`sqlite integrity_check after restore: ${integ.stdout.trim()} ${integ.stderr.trim()}`)
-    const src = await inWs('grep -c "^// agent:" daemon/errno.ts daemon/paths.ts', { allowFail: true })
-    if (src.stdout.trim() !== 'daemon/errno.ts:1\ndaemon/paths.ts:1') failures.push(`edited sources after restore: ${src.stdout.trim()} ${src.stderr.trim()}`)
+    const src = await inWs('grep -c "^// agent:" base/errno.ts daemon/paths.ts', { allowFail: true })
+    if (src.stdout.trim() !== 'base/errno.ts:1\ndaemon/paths.ts:1') failures.push(`edited sources after restore: ${src.stdout.trim()} ${src.stderr.trim()}`)
     const req2 = await inWs('cd agent-pkg && node -e "console.log(require(\'left-pad\')(\'7\', 3, \'0\'))"', { allowFail: true })
     if (req2.stdout.trim() !== '007') failures.push(`npm packages after restore: ${req2.stdout.trim()} ${req2.stderr.trim()}`)
     console.log(`  git fsck ${fsck.code === 0 ? 'ok' : 'FAILED'}; git log HEAD ${glog.stdout.split('\n')[0]?.slice(0, 12)}; sqlite rows ${rows2.stdout.trim()}; count.sh executable; left-pad ${req2.stdout.trim()}`)

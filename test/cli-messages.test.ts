@@ -12,8 +12,8 @@ import t from 'tap'
 import fs from 'node:fs'
 import path from 'node:path'
 import { mountWorkspace } from './helpers/mount.js'
-import { StoreDb } from '../daemon/store/db.js'
-import { PACKS_DIR } from '../daemon/store/pack.js'
+import { StoreDb } from '../store/db.js'
+import { PACKS_DIR } from '../store/pack.js'
 import { flipByte } from './helpers/damage.js'
 
 t.test('show, verify while mounted, log and pin on a stopped store', async tt => {

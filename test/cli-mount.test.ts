@@ -15,7 +15,7 @@ import path from 'node:path'
 import { execFile } from 'node:child_process'
 import { CLI, tempRoot, forceUnmount } from './helpers/mount.js'
 import { startDaemon } from '../daemon/daemon.js'
-import { parseSize } from '../daemon/cli-parse.js'
+import { parseSize } from '../cli/parse.js'
 
 interface Ran { stdout: string, stderr: string, code: number }
 

@@ -73,7 +73,7 @@ import {
   manifest, projectManifest, diffLines, sameLines, WriterProc, killLeavingDeadMount, isMounted, alive, waitGone
 } from './helpers/crash.js'
 import type { WriterEvent, WriterMode } from './helpers/crash-writer.js'
-import { verifyStore } from '../daemon/verify.js'
+import { verifyStore } from '../fs/maint/verify.js'
 import { RewindClient } from '../client/client.js'
 import { mountState } from '../daemon/mounts.js'
 

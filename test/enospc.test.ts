@@ -24,7 +24,7 @@ import crypto from 'node:crypto'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { mountWorkspace, storeTmpfs } from './helpers/mount.js'
-import { verifyStore } from '../daemon/verify.js'
+import { verifyStore } from '../fs/maint/verify.js'
 
 const MiB = 1024 * 1024
 const MANIFEST = fileURLToPath(new URL('../../scripts/manifest.sh', import.meta.url))

@@ -16,8 +16,8 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { tempRoot, CLI, forceUnmount } from './helpers/mount.js'
 import { RewindClient } from '../client/client.js'
-import { StoreDb, STORE_FORMAT } from '../daemon/store/db.js'
-import { BlockList } from '../daemon/blocklist.js'
+import { StoreDb, STORE_FORMAT } from '../store/db.js'
+import { BlockList } from '../fs/blocklist.js'
 
 const FIXTURE = fileURLToPath(new URL('../../test/fixtures/store-format2', import.meta.url))
 const sha = (p: string): string => crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex')

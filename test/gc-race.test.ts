@@ -12,8 +12,8 @@
 import t from 'tap'
 import crypto from 'node:crypto'
 import { tempRoot, open, write, read } from './helpers/workspace.js'
-import { collectGarbage } from '../daemon/gc.js'
-import { verifyStore } from '../daemon/verify.js'
+import { collectGarbage } from '../fs/maint/gc.js'
+import { verifyStore } from '../fs/maint/verify.js'
 
 const noInvalidate = async (): Promise<void> => {}
 const BLOCK = 64 * 1024

@@ -19,7 +19,7 @@ import crypto from 'node:crypto'
 import { execFileSync, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { mountWorkspace } from './helpers/mount.js'
-import { verifyStore } from '../daemon/verify.js'
+import { verifyStore } from '../fs/maint/verify.js'
 import type { CheckpointInfo } from '../daemon/api.js'
 
 const MiB = 1024 * 1024

@@ -4,8 +4,8 @@
  * back lazily and exactly.
  */
 import t from 'tap'
-import { applyChanges, differences, emptyTable, lookup, persist, loadRoot, loadDifferences, loadAll, allRecords, type TableNode } from '../daemon/itable.js'
-import type { InodeRecord } from '../daemon/inode.js'
+import { applyChanges, differences, emptyTable, lookup, persist, loadRoot, loadDifferences, loadAll, allRecords, type TableNode } from '../fs/itable.js'
+import type { InodeRecord } from '../fs/inode.js'
 
 function rec (ino: number, v: number): InodeRecord {
   return { ino, mode: 0o100644, uid: 0, gid: 0, rdev: 0, size: v, atime: 0n, mtime: 0n, ctime: 0n, links: [] }

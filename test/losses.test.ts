@@ -13,8 +13,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import crypto from 'node:crypto'
 import { mountWorkspace } from './helpers/mount.js'
-import { StoreDb } from '../daemon/store/db.js'
-import { verifyStore } from '../daemon/verify.js'
+import { StoreDb } from '../store/db.js'
+import { verifyStore } from '../fs/maint/verify.js'
 
 const MiB = 1024 * 1024
 

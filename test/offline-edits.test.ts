@@ -3,7 +3,7 @@
  * is gone the directory is the user's again: files are rewritten, removed,
  * shortened, directories deleted, links retargeted. None of that may change
  * what an earlier checkpoint restores: unmount freezes every path the
- * directory holds into the store (daemon/writeback.ts), after a write-back
+ * directory holds into the store (fs/writeback.ts), after a write-back
  * and after a discard alike. Each checkpoint is compared with an independent
  * manifest (scripts/manifest.sh: path, type, mode, owner, size, mtime,
  * sha256, link target) taken when it was marked.
@@ -15,9 +15,9 @@ import crypto from 'node:crypto'
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { mountWorkspace } from './helpers/mount.js'
-import { verifyStore } from '../daemon/verify.js'
-import { StoreDb } from '../daemon/store/db.js'
-import type { FrozenPath } from '../daemon/lower.js'
+import { verifyStore } from '../fs/maint/verify.js'
+import { StoreDb } from '../store/db.js'
+import type { FrozenPath } from '../fs/lower.js'
 
 const MANIFEST = fileURLToPath(new URL('../../scripts/manifest.sh', import.meta.url))
 const manifest = (dir: string): string => execFileSync('bash', [MANIFEST, dir], { maxBuffer: 64 * 1024 * 1024 }).toString()

@@ -1748,16 +1748,16 @@ t.test('content from before the mount (lower layer)', async tt => {
   const natL = nat.split('\n'); const mntL = mnt.split('\n')
   const hard = (l: string): boolean => l.startsWith('./a/file ') || l.startsWith('./z/hard ')
   tt.same(mntL.filter(l => !hard(l)), natL.filter(l => !hard(l)), 'manifest.sh of the lower tree equals native (all but the hard-linked file)')
-  // KNOWN BUG (daemon/workspace.ts fromLower, not fixed here): a lower file
+  // KNOWN BUG (fs/workspace.ts fromLower, not fixed here): a lower file
   // with st_nlink > 1 gets a record with only the names discovered so far;
   // until the directory holding its other name is listed it reports nlink 1,
   // and the kernel then caches that for attr_timeout (60 s). Fixing it needs
   // a persisted count of undiscovered lower names in the inode record
-  // (daemon/inode.ts). The property test's remount step shows the same.
+  // (fs/inode.ts). The property test's remount step shows the same.
   tt.same(mntL.filter(hard), natL.filter(hard), 'hard-linked lower file: nlink on both names')
   const lc = { nat: c.nat, mnt: c.mnt }
   // xattrs of files that exist before the mount are imported with the lower
-  // listing (daemon/lower.ts, through the native lxattrs of fuse/xattr.ts)
+  // listing (fs/lower.ts, through the native lxattrs of fuse/xattr.ts)
   const xa = (p: P): unknown => outcome(() => pyJson('import os,sys,json\nprint(json.dumps(os.getxattr(sys.argv[1], "user.lower").hex()))', p('a/b/small')))
   tt.same(xa(lc.mnt), xa(lc.nat), 'xattr of a lower file')
   tt.same(xa(lc.nat), { ok: Buffer.from('L').toString('hex') }, 'the native side has the xattr (the comparison is not vacuous)')

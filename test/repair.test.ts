@@ -21,8 +21,8 @@ import crypto from 'node:crypto'
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { mountWorkspace, type Mounted } from './helpers/mount.js'
-import { StoreDb } from '../daemon/store/db.js'
-import { verifyStore } from '../daemon/verify.js'
+import { StoreDb } from '../store/db.js'
+import { verifyStore } from '../fs/maint/verify.js'
 import { flipByte } from './helpers/damage.js'
 
 const MiB = 1024 * 1024

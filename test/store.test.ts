@@ -1,5 +1,5 @@
 /**
- * Tests of daemon/store: StoreDb, PackWriter, BlockStore. Each test uses its
+ * Tests of store/: StoreDb, PackWriter, BlockStore. Each test uses its
  * own mkdtemp store directory, removed at teardown.
  */
 
@@ -11,12 +11,12 @@ import { createHash } from 'node:crypto'
 import { ClassicLevel } from 'classic-level'
 import { unpack } from 'msgpackr'
 import xxhash from 'xxhash-wasm'
-import { BLOCK_SIZE } from '../daemon/types.js'
-import { StoreDb, intKey, parseIntKey, STORE_FORMAT } from '../daemon/store/db.js'
-import { BlockStore } from '../daemon/store/blocks.js'
-import type { BlockStoreOptions } from '../daemon/store/blocks.js'
-import { PackWriter, PACK_HEADER_SIZE, RECORD_HEADER_SIZE, packFileName } from '../daemon/store/pack.js'
-import { CorruptStoreError, StoreError } from '../daemon/store/errors.js'
+import { BLOCK_SIZE } from '../base/types.js'
+import { StoreDb, intKey, parseIntKey, STORE_FORMAT } from '../store/db.js'
+import { BlockStore } from '../store/blocks.js'
+import type { BlockStoreOptions } from '../store/blocks.js'
+import { PackWriter, PACK_HEADER_SIZE, RECORD_HEADER_SIZE, packFileName } from '../store/pack.js'
+import { CorruptStoreError, StoreError } from '../store/errors.js'
 
 /** The one part of a tap test the helpers need. */
 interface Test { teardown: (fn: () => unknown) => void }

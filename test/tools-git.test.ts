@@ -138,7 +138,7 @@ t.test('git at scale through the mount: clone with full history, commits, rebase
   t.comment(`history: ${pkgs.length} commits, ${files} tracked files`)
 
   // --- a commit editing real sources
-  await g(`sed -i '1i // tools test: reviewed' daemon/errno.ts && printf '\\n// tools test: reviewed\\n' >> daemon/paths.ts && git commit -q -a -m "review errno and paths"`, 'edit and commit real sources')
+  await g(`sed -i '1i // tools test: reviewed' base/errno.ts && printf '\\n// tools test: reviewed\\n' >> daemon/paths.ts && git commit -q -a -m "review errno and paths"`, 'edit and commit real sources')
   t.equal(Number((await g('git rev-list --count HEAD')).trim()), srcCount + pkgs.length + 1, 'every commit is in the history')
 
   // --- rebase: a topic branch with a fixup, autosquashed onto the moved branch

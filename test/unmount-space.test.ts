@@ -1,5 +1,5 @@
 /**
- * Unmount freezes the whole directory into the store (daemon/writeback.ts).
+ * Unmount freezes the whole directory into the store (fs/writeback.ts).
  * When the store has no room for copies of the files the session did not
  * change, the unmount still writes back (the paths it changes are frozen
  * first, they are small) and warns that this session's checkpoints read the

@@ -10,7 +10,7 @@
  * It keeps a model of the tree (every file's bytes, modes, symlink targets,
  * which names share an inode), so that at each fsync it can say exactly
  * what the daemon must hold from then on: the whole live state (fsync makes
- * the whole workspace durable, daemon/generations.ts `sync`). The model's
+ * the whole workspace durable, fs/history/generations.ts `sync`). The model's
  * view is the projection of scripts/manifest.sh's lines the test compares
  * (`path type mode size sha256|-> target|-`, see `projectManifest`).
  *

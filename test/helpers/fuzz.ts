@@ -39,7 +39,7 @@ import type { RewindClient } from '../../client/client.js'
 
 const KiB = 1024
 const MiB = 1024 * KiB
-/** The store's block size (daemon/types.ts); writes are aimed at its boundaries. */
+/** The store's block size (base/types.ts); writes are aimed at its boundaries. */
 export const BLOCK = 64 * KiB
 
 // ---- operations -----------------------------------------------------------

@@ -15,8 +15,8 @@ import { RewindClient } from '../../client/client.js'
 
 const run = promisify(execFile)
 const here = path.dirname(fileURLToPath(import.meta.url))
-/** dist/daemon/cli.js */
-export const CLI = path.resolve(here, '../../daemon/cli.js')
+/** dist/cli/main.js */
+export const CLI = path.resolve(here, '../../cli/main.js')
 
 /** Minimal shape of a tap test used here (teardown registration). */
 export interface Teardownable { teardown(fn: () => unknown): void }

@@ -5,13 +5,13 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { StoreDb } from '../../daemon/store/db.js'
-import { BlockStore } from '../../daemon/store/blocks.js'
-import { Generations } from '../../daemon/generations.js'
-import { Workspace } from '../../daemon/workspace.js'
-import { LowerLayer } from '../../daemon/lower.js'
-import { applyChanges, emptyTable, loadAll } from '../../daemon/itable.js'
-import { ROOT_INO, type InodeRecord } from '../../daemon/inode.js'
+import { StoreDb } from '../../store/db.js'
+import { BlockStore } from '../../store/blocks.js'
+import { Generations } from '../../fs/history/generations.js'
+import { Workspace } from '../../fs/workspace.js'
+import { LowerLayer } from '../../fs/lower.js'
+import { applyChanges, emptyTable, loadAll } from '../../fs/itable.js'
+import { ROOT_INO, type InodeRecord } from '../../fs/inode.js'
 
 /** The caller of every call: root. */
 export const me = { uid: 0, gid: 0 }

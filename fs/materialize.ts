@@ -15,7 +15,7 @@
  */
 import fs from 'node:fs'
 import { execFileSync, execFile } from 'node:child_process'
-import { BLOCK_SIZE } from './types.js'
+import { BLOCK_SIZE } from '../base/types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO, S_IFCHR, S_IFBLK } from './inode.js'
 import type { TreeView } from './tree.js'
 

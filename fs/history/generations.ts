@@ -16,19 +16,19 @@
  * kernel invalidation).
  */
 import { createHash } from 'node:crypto'
-import type { BlockId, CheckpointId, GenerationId, Ino } from './types.js'
-import { type InodeRecord, decodeRecord, encodeRecord, S_IFMT, S_IFDIR, S_IFREG } from './inode.js'
-import type { LowerLayer } from './lower.js'
+import type { BlockId, CheckpointId, GenerationId, Ino } from '../../base/types.js'
+import { type InodeRecord, decodeRecord, encodeRecord, S_IFMT, S_IFDIR, S_IFREG } from '../inode.js'
+import type { LowerLayer } from '../lower.js'
 import {
   type TableNode, type TableSource, type TableSink, applyChanges, differences, loadDifferences,
   loadRoot, lookup, persist, unpersist, emptyTable, recordId
-} from './itable.js'
-import { pathIn, type Workspace } from './workspace.js'
-import { TreeView } from './tree.js'
+} from '../itable.js'
+import { pathIn, type Workspace } from '../workspace.js'
+import { TreeView } from '../tree.js'
 import { sameContent } from './same-content.js'
-import { type StoreDb, type StoreBatch, packr } from './store/db.js'
-import type { CheckpointInfo, DiffEntry, RestoreInfo } from './api.js'
-import { ApiError } from '../proto/errors.js'
+import { type StoreDb, type StoreBatch, packr } from '../../store/db.js'
+import type { CheckpointInfo, DiffEntry, RestoreInfo } from '../../daemon/api.js'
+import { ApiError } from '../../proto/errors.js'
 
 /** Persisted checkpoint (kind `checkpoint`, key = id). */
 export interface CheckpointRecord {
@@ -670,7 +670,7 @@ function sameRecord (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean
  * in the old records and `{s: 2, p}` in the new ones. Two sessions' references
  * to one path name the same thing when no write-back changed the path in
  * between: write-back freezes a path before it changes it (for every
- * session up to its own, daemon/writeback.ts), so that is when both resolve
+ * session up to its own, fs/writeback.ts), so that is when both resolve
  * to the same frozen copy, or both to the directory as it is now
  * (LowerLayer.frozenFor). For files one more condition: the two records
  * agree on mtime or on ctime (write-back that sets only a file's attributes

@@ -22,11 +22,11 @@
  * The mtime is not consulted: `git reset --hard` rewrites files with the
  * bytes they had and a new mtime, which is an attribute change (`m`).
  */
-import { BLOCK_SIZE } from './types.js'
-import { type InodeRecord, S_IFMT, S_IFREG } from './inode.js'
-import { BlockList } from './blocklist.js'
-import { type LowerLayer, frozenBlocks } from './lower.js'
-import type { Workspace } from './workspace.js'
+import { BLOCK_SIZE } from '../../base/types.js'
+import { type InodeRecord, S_IFMT, S_IFREG } from '../inode.js'
+import { BlockList } from '../blocklist.js'
+import { type LowerLayer, frozenBlocks } from '../lower.js'
+import type { Workspace } from '../workspace.js'
 
 /** Bytes compared per read when content is compared byte by byte. */
 const COMPARE_CHUNK = 1 << 20

@@ -4,7 +4,7 @@
  * immutable; the live generation clones a record before its first change
  * (copy-on-write, see daemon/live.ts).
  */
-import type { Ino } from './types.js'
+import type { Ino } from '../base/types.js'
 import { BlockList } from './blocklist.js'
 
 /** File type bits of st_mode (Linux values, <sys/stat.h>). */
@@ -58,7 +58,7 @@ export interface InodeRecord {
   entries?: Map<string, Ino>
   /** symlink target */
   target?: string
-  /** file content, one BlockId per BLOCK_SIZE bytes, holes not stored (daemon/blocklist.ts); absent while content is lower */
+  /** file content, one BlockId per BLOCK_SIZE bytes, holes not stored (fs/blocklist.ts); absent while content is lower */
   blocks?: BlockList
   /** content or listing still in the lower layer */
   lower?: LowerRef

@@ -17,7 +17,7 @@
  * - the blocks of frozen lower paths (kind `lower`) exist;
  * - every indexed block re-reads with the right length and hash
  *   (BlockStore.verifyAll);
- * - nothing was lost (daemon/losses.ts): every checkpoint id below the
+ * - nothing was lost (fs/maint/losses.ts): every checkpoint id below the
  *   highest the store remembers exists or was removed by gc, the state
  *   record exists when the store holds data; when either fails, the packs
  *   are scanned for the content no checkpoint reaches any more.
@@ -28,15 +28,15 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import type { BlockId, Ino } from './types.js'
-import { BLOCK_SIZE } from './types.js'
-import { StoreDb, META_DIR } from './store/db.js'
-import { BlockStore, BLOCK_REPAIR_HINT, BLOCK_LOST_HINT, type BlockRecord } from './store/blocks.js'
-import { StoreError } from './store/errors.js'
-import { type InodeRecord, decodeRecord, ROOT_INO } from './inode.js'
-import type { BranchRecord, CheckpointRecord, StoreState } from './generations.js'
-import type { FrozenPath } from './lower.js'
-import { PACK_HEADER_SIZE } from './store/pack.js'
+import type { BlockId, Ino } from '../../base/types.js'
+import { BLOCK_SIZE } from '../../base/types.js'
+import { StoreDb, META_DIR } from '../../store/db.js'
+import { BlockStore, BLOCK_REPAIR_HINT, BLOCK_LOST_HINT, type BlockRecord } from '../../store/blocks.js'
+import { StoreError } from '../../store/errors.js'
+import { type InodeRecord, decodeRecord, ROOT_INO } from '../inode.js'
+import type { BranchRecord, CheckpointRecord, StoreState } from '../history/generations.js'
+import type { FrozenPath } from '../lower.js'
+import { PACK_HEADER_SIZE } from '../../store/pack.js'
 import { META_GC_REMOVED, asRanges, countRanges, describeLosses, fmtRanges, lastUnmountCheckpoint, missingIds, mib, unreachable, type Losses } from './losses.js'
 
 /** Codes of the problems verify reports. */
@@ -47,7 +47,7 @@ export type VerifyProblemCode =
   | 'E_DANGLING_ENTRY' | 'E_UNMATCHED_LINK'
   | 'E_MISSING_CONTEXT' | 'E_UNKNOWN_CHECKPOINT'
   | 'E_PACK_DAMAGED' // a pack is missing, has no pack header or is shorter than its blocks
-  | 'E_LOST_CHECKPOINTS' | 'E_NO_STATE' | 'E_UNREACHABLE_BLOCKS' // records lost (daemon/losses.ts)
+  | 'E_LOST_CHECKPOINTS' | 'E_NO_STATE' | 'E_UNREACHABLE_BLOCKS' // records lost (fs/maint/losses.ts)
 
 /** One problem: what is wrong in plain words, and where (as far as known). */
 export interface VerifyProblem {
@@ -78,7 +78,7 @@ export interface VerifyReport {
     /** bytes of those blocks */
     bytes: number
   }
-  /** what the store lost: checkpoints whose records are gone, the state record, content no checkpoint reaches (daemon/losses.ts) */
+  /** what the store lost: checkpoints whose records are gone, the state record, content no checkpoint reaches (fs/maint/losses.ts) */
   losses: Losses
 }
 
@@ -367,7 +367,7 @@ async function run (store: string, db: StoreDb, blocks: BlockStore, opts: Verify
   return { store, ok: problems.length === 0, problems, counts, losses }
 }
 
-/** The losses of an opened store (daemon/losses.ts); scans the packs only when records were lost and `scanned` is not given. */
+/** The losses of an opened store (fs/maint/losses.ts); scans the packs only when records were lost and `scanned` is not given. */
 async function findLosses (store: string, db: StoreDb, blocks: BlockStore, o: {
   checkpoints: Map<number, CheckpointRecord>, state: StoreState | undefined, branches: BranchRecord[], used: Set<BlockId>, scanned?: Map<BlockId, number>
 }): Promise<Losses> {

@@ -5,7 +5,7 @@
  * the daemon never touches its own mount). Nothing here ever writes the lower
  * directory.
  *
- * Unmount writes the final state back into the directory (daemon/writeback.ts),
+ * Unmount writes the final state back into the directory (fs/writeback.ts),
  * which would change what old checkpoints' lower references point at. Before
  * it changes a path it freezes that path: a directory's listing (with each
  * child's stat) or a file's content (copied into blocks) is recorded for the
@@ -16,7 +16,7 @@ import fs from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { BlockList } from './blocklist.js'
 import { type InodeRecord, type LowerRef, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
-import { FsError, EIO } from './errno.js'
+import { FsError, EIO } from '../base/errno.js'
 
 /** Name prefix of write-back's temporary files in the directory (`<prefix><pid>`, renamed over their target). */
 export const WRITEBACK_TEMP_PREFIX = '.rewindfs-wb-'
@@ -45,7 +45,7 @@ export interface LowerStat {
  */
 export type ReadXattrs = (path: string) => Record<string, Uint8Array> | null
 
-/** xattr namespaces the workspace serves (daemon/workspace.ts checkXattrName); others are not imported. */
+/** xattr namespaces the workspace serves (fs/workspace.ts checkXattrName); others are not imported. */
 const IMPORTED_XATTR = /^(user|trusted|security)\./
 
 /**
@@ -134,7 +134,7 @@ function sameLowerStat (x: LowerStat, y: LowerStat): boolean {
   return xn.every(n => Buffer.from(x.xattrs![n]!).equals(Buffer.from(y.xattrs![n]!)))
 }
 
-/** Debian's python3 when present (as daemon/materialize.ts). */
+/** Debian's python3 when present (as fs/materialize.ts). */
 const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
 
 /**

@@ -7,7 +7,7 @@
  * State = `base` (the sealed inode table the generation started from) +
  * `dirty` (records changed since, null for removed) + `dirtyData` (unsealed
  * block buffers of files written since). A checkpoint folds dirty into a new
- * table (daemon/generations.ts); a restore swaps the base (swapTo).
+ * table (fs/history/generations.ts); a restore swaps the base (swapTo).
  *
  * Lifetimes (go-fuse "Decisions" style):
  * - An open handle names an inode, not a path. Unlinking the last name of an
@@ -25,7 +25,7 @@
  *   reading never dirties the generation.
  */
 import fs from 'node:fs'
-import { BLOCK_SIZE, type BlockId, type Ino } from './types.js'
+import { BLOCK_SIZE, type BlockId, type Ino } from '../base/types.js'
 import {
   type InodeRecord, type Link, ROOT_INO, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO,
   cloneRecord, isDir, isFile, isSymlink, nowNs
@@ -34,13 +34,13 @@ import { type TableNode, lookup } from './itable.js'
 import { LowerLayer, type LowerEntry, recordOfLower, frozenBlocks } from './lower.js'
 import { BlockList, MAX_BLOCKS } from './blocklist.js'
 import { dataExtents, forOtherProcess } from './sparse.js'
-import { isNoSpace } from './store/errors.js'
+import { isNoSpace } from '../store/errors.js'
 import {
   fail, ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, EPERM, ESTALE, ENODATA,
   ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG, ENOTSUP
-} from './errno.js'
+} from '../base/errno.js'
 
-/** The block store as the workspace uses it (daemon/store/blocks.ts implements it). */
+/** The block store as the workspace uses it (store/blocks.ts implements it). */
 export interface Blocks {
   /** stores bytes (≤ BLOCK_SIZE), dedup confirmed byte-for-byte; returns its id */
   put(data: Uint8Array): BlockId
@@ -271,7 +271,7 @@ export class Workspace {
       const blocks = BlockList.empty()
       const buf = Buffer.allocUnsafe(BLOCK_SIZE)
       try {
-        // a sparse file of the directory: its data extents only (daemon/sparse.ts)
+        // a sparse file of the directory: its data extents only (fs/sparse.ts)
         const st = fs.fstatSync(src.fd)
         for (const [start, end] of dataExtents(forOtherProcess(this.lower.pathOf(ref.p)), m.size, st.blocks * 512)) {
           for (let k = Math.floor(start / BLOCK_SIZE); k * BLOCK_SIZE < Math.min(end, m.size); k++) {
@@ -703,7 +703,7 @@ export class Workspace {
   /**
    * Byte ranges [start, end) of a sealed file record that may hold data, in
    * increasing order (the rest are holes): its blocks holding data, or the
-   * data extents of its lower file (daemon/sparse.ts). O(blocks holding data).
+   * data extents of its lower file (fs/sparse.ts). O(blocks holding data).
    */
   dataRanges (r: InodeRecord): Array<[number, number]> {
     if (!isFile(r) || r.size === 0) return []

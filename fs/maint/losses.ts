@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import type { BlockId } from './types.js'
+import type { BlockId } from '../../base/types.js'
 
 /** Meta key of the checkpoint ids garbage collection removed: sorted, disjoint [lo, hi] ranges. */
 export const META_GC_REMOVED = 'gcRemoved'

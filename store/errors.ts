@@ -1,5 +1,5 @@
 /**
- * Typed errors of the store (daemon/store). The `code` string is the contract
+ * Typed errors of the store (store/). The `code` string is the contract
  * (documented in FORMAT.md "Errors"); messages may change between versions.
  *
  * Absence is a value, not an error: `StoreDb.get` returns `undefined` for a key
@@ -7,7 +7,7 @@
  * corruption and raises `CorruptStoreError`.
  */
 
-/** Stable error codes raised by daemon/store. */
+/** Stable error codes raised by store/. */
 export type StoreErrorCode = 'E_CORRUPT' | 'E_LOCKED' | 'E_FORMAT' | 'E_CLOSED' | 'E_NO_SPACE' | 'E_IO'
 
 /** Context carried by store errors; every field is optional and only set when known. */
@@ -78,7 +78,7 @@ export class StoreClosedError extends StoreError {
 
 /**
  * `E_NO_SPACE`: the store's filesystem is full, or has less free space than
- * the reserve kept for checkpoints (daemon/store/space.ts). Nothing sealed
+ * the reserve kept for checkpoints (store/space.ts). Nothing sealed
  * was changed; the operation that got it had no effect. Remedy: free space on
  * that filesystem (delete files there); writes work again at once.
  * `rewindfs gc` helps only when there are abandoned branches or unpinned

@@ -4,11 +4,11 @@
  * from their lower layer without changing the live state. Used by the
  * protocol's stat/readdir/read at a checkpoint, by export and by write-back.
  */
-import type { Ino } from './types.js'
+import type { Ino } from '../base/types.js'
 import { type InodeRecord, ROOT_INO, isDir } from './inode.js'
 import { recordOfLower } from './lower.js'
 import type { TableNode } from './itable.js'
-import type { Generations } from './generations.js'
+import type { Generations } from './history/generations.js'
 import type { Workspace } from './workspace.js'
 
 export class TreeView {

@@ -34,7 +34,7 @@
  * without room for that copy, LevelDB's rewritten tables and the reserve:
  * on a full disk LevelDB's repair itself fails half way.
  *
- * Lost history is reported, never passed off as clean (daemon/losses.ts):
+ * Lost history is reported, never passed off as clean (fs/maint/losses.ts):
  * checkpoints whose records LevelDB's repair could not bring back (ids
  * below the highest the store remembers, not removed by gc), a lost state
  * record, and the content the packs still hold that no checkpoint reaches
@@ -46,14 +46,14 @@
 import path from 'node:path'
 import fs from 'node:fs'
 import { ClassicLevel } from 'classic-level'
-import { StoreDb, META_DIR, parseIntKey } from './store/db.js'
-import { BlockStore, META_NEXT_BLOCK_ID, type BlockRecord, type ScannedBlock } from './store/blocks.js'
-import { StoreError, isNoSpace } from './store/errors.js'
-import { DEFAULT_RESERVE, freeBytes } from './store/space.js'
-import { saysNoSpace } from './diskfull.js'
-import { BLOCK_SIZE, type BlockId } from './types.js'
+import { StoreDb, META_DIR, parseIntKey } from '../../store/db.js'
+import { BlockStore, META_NEXT_BLOCK_ID, type BlockRecord, type ScannedBlock } from '../../store/blocks.js'
+import { StoreError, isNoSpace } from '../../store/errors.js'
+import { DEFAULT_RESERVE, freeBytes } from '../../store/space.js'
+import { saysNoSpace } from '../../store/diskfull.js'
+import { BLOCK_SIZE, type BlockId } from '../../base/types.js'
 import { verifyOpened, type VerifyReport } from './verify.js'
-import { PACK_HEADER_SIZE, PACK_MAGIC } from './store/pack.js'
+import { PACK_HEADER_SIZE, PACK_MAGIC } from '../../store/pack.js'
 
 export interface RepairReport {
   store: string

@@ -32,7 +32,7 @@ export type StoreKey = string | number
 
 /**
  * On-disk format version written to meta `format` (FORMAT.md "Versions"):
- * 3 since block lists may hold runs of holes (daemon/blocklist.ts).
+ * 3 since block lists may hold runs of holes (fs/blocklist.ts).
  */
 export const STORE_FORMAT = 3
 

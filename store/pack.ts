@@ -18,8 +18,8 @@
 
 import * as fs from 'node:fs'
 import * as path from 'node:path'
-import type { BlockId, BlockLocation, PackId } from '../types.js'
-import { BLOCK_SIZE } from '../types.js'
+import type { BlockId, BlockLocation, PackId } from '../base/types.js'
+import { BLOCK_SIZE } from '../base/types.js'
 import { CorruptStoreError, StoreClosedError, storeIoError } from './errors.js'
 
 /** Pack magic, bytes 0..7 of every pack. */

@@ -17,7 +17,7 @@
  * one counter and are never reused, so equal ids mean equal content.
  */
 import type { InodeRecord } from './inode.js'
-import type { Ino } from './types.js'
+import type { Ino } from '../base/types.js'
 
 const LEVELS = 4
 

@@ -20,8 +20,8 @@
  */
 
 import xxhash from 'xxhash-wasm'
-import type { BlockId, BlockLocation, PackId } from '../types.js'
-import { BLOCK_SIZE } from '../types.js'
+import type { BlockId, BlockLocation, PackId } from '../base/types.js'
+import { BLOCK_SIZE } from '../base/types.js'
 import type { StoreBatch, StoreDb } from './db.js'
 import { parseIntKey } from './db.js'
 import { CorruptStoreError } from './errors.js'
@@ -362,7 +362,7 @@ export class BlockStore {
     }
   }
 
-  // ---- garbage collection (daemon/gc.ts) ---------------------------------
+  // ---- garbage collection (fs/maint/gc.ts) ---------------------------------
 
   /** The next BlockId `put` allocates: every known block's id is below it. */
   get nextBlockId (): BlockId {
@@ -483,7 +483,7 @@ export class BlockStore {
     return this.space.aboveReserve()
   }
 
-  // ---- repair (daemon/repair.ts) -----------------------------------------
+  // ---- repair (fs/maint/repair.ts) -----------------------------------------
 
   /**
    * Scans every pack (`verify --repair`): reads each record, keeps those

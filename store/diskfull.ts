@@ -2,8 +2,8 @@
  * Saying "the store's disk is full" when something failed for lack of space
  * on it, even when no message reached us (the daemon's log is on that disk).
  */
-import { freeBytes } from './store/space.js'
-import { NO_SPACE_ADVICE } from './store/errors.js'
+import { freeBytes } from './space.js'
+import { NO_SPACE_ADVICE } from './errors.js'
 
 /** Below this many free bytes a filesystem counts as full for diagnosis: LevelDB cannot even start a new log (1 MiB). */
 export const FULL_BELOW = 1024 * 1024

@@ -39,7 +39,7 @@
  *  3. synchronously: the unreachable blocks are removed from the in-memory
  *     index (no writer can take them any more), then their records, the
  *     unreachable nodes and contexts are deleted, and the frozen copies of
- *     lower paths (daemon/lower.ts) for sessions no kept record refers to;
+ *     lower paths (fs/lower.ts) for sessions no kept record refers to;
  *  4. packs with at least COMPACT_DEAD_RATIO dead bytes are compacted pack
  *     by pack: live blocks copied to the current pack (hash checked), the
  *     new locations written, the old pack deleted. A pack with no live block
@@ -48,19 +48,19 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import type { BlockId, CheckpointId, PackId } from './types.js'
-import type { BranchRecord, CheckpointRecord, Generations } from './generations.js'
-import type { Workspace } from './workspace.js'
-import type { InodeRecord } from './inode.js'
-import { TableNode, recordId } from './itable.js'
-import type { StoreDb } from './store/db.js'
-import type { BlockStore } from './store/blocks.js'
-import { RECORD_HEADER_SIZE, PACK_HEADER_SIZE } from './store/pack.js'
-import type { FrozenPath } from './lower.js'
-import type { GcPolicy, GcReport } from './api.js'
+import type { BlockId, CheckpointId, PackId } from '../../base/types.js'
+import type { BranchRecord, CheckpointRecord, Generations } from '../history/generations.js'
+import type { Workspace } from '../workspace.js'
+import type { InodeRecord } from '../inode.js'
+import { TableNode, recordId } from '../itable.js'
+import type { StoreDb } from '../../store/db.js'
+import type { BlockStore } from '../../store/blocks.js'
+import { RECORD_HEADER_SIZE, PACK_HEADER_SIZE } from '../../store/pack.js'
+import type { FrozenPath } from '../lower.js'
+import type { GcPolicy, GcReport } from '../../daemon/api.js'
 import { META_GC_REMOVED, addRanges, asRanges } from './losses.js'
 
-export type { GcPolicy, GcReport } from './api.js'
+export type { GcPolicy, GcReport } from '../../daemon/api.js'
 
 /** Default policy: keep the newest 50, drop branches abandoned for 7 days, runs idle for 1 day are over. */
 export const DEFAULT_GC_POLICY: GcPolicy = { keepLast: 50, abandonedAfterMs: 7 * 24 * 3600 * 1000, runIdleMs: 24 * 3600 * 1000, dryRun: false }
@@ -324,7 +324,7 @@ async function dropCheckpoints (db: StoreDb, gens: Generations, choice: Choice):
   if (choice.dropped.length === 0 && choice.branchesChanged.length === 0 && choice.branchesRemoved.length === 0) return
   const batch = db.batch()
   for (const id of choice.dropped) batch.del('checkpoint', id)
-  // remembered, so verify does not take these gaps for lost checkpoints (daemon/losses.ts)
+  // remembered, so verify does not take these gaps for lost checkpoints (fs/maint/losses.ts)
   if (choice.dropped.length > 0) batch.put('meta', META_GC_REMOVED, addRanges(asRanges(await db.get('meta', META_GC_REMOVED)), choice.dropped))
   const rewritten: CheckpointRecord[] = []
   for (const [id, parent] of choice.reparent) {
@@ -484,9 +484,9 @@ export class GcError extends Error {
 export async function gcStore (storeDir: string, policy: Partial<GcPolicy> = {}): Promise<GcReport> {
   const store = path.resolve(storeDir)
   if (!fs.existsSync(path.join(store, 'meta'))) throw new GcError(`there is no rewindfs store at ${store} (no meta/ directory)`, 'E_NO_STORE')
-  const { StoreDb } = await import('./store/db.js')
-  const { BlockStore } = await import('./store/blocks.js')
-  const { Generations } = await import('./generations.js')
+  const { StoreDb } = await import('../../store/db.js')
+  const { BlockStore } = await import('../../store/blocks.js')
+  const { Generations } = await import('../history/generations.js')
   let db: StoreDb
   try { db = await StoreDb.open(store) } catch (e: any) {
     if (e?.code === 'E_LOCKED') throw new GcError(`the store ${store} is held by a running daemon: rewindfs gc asks that daemon when run inside its workspace (or with -w DIR)`, 'E_LOCKED')

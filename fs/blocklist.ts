@@ -15,7 +15,7 @@
  * list (one entry per block, 0 for a hole, no negatives) is a valid
  * format-3 one, so format-2 stores need no rewrite.
  */
-import type { BlockId } from './types.js'
+import type { BlockId } from '../base/types.js'
 
 /** Holes a write may leave between the dense prefix and itself before the block goes to the map (64 entries = 4 MiB of file). */
 const DENSE_GAP = 64

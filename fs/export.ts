@@ -5,8 +5,8 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import type { CheckpointId } from './types.js'
-import type { Generations } from './generations.js'
+import type { CheckpointId } from '../base/types.js'
+import type { Generations } from './history/generations.js'
 import type { Workspace } from './workspace.js'
 import { TreeView } from './tree.js'
 import { writeNode, applyMeta, setTimes, type TimeBatch, type XattrIo } from './materialize.js'

@@ -10,19 +10,19 @@ import os from 'node:os'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Command, Option } from 'commander'
-import { parseCount, parseDuration, parsePort, parseSize } from './cli-parse.js'
-import { gcStore, GcError, DEFAULT_GC_POLICY } from './gc.js'
-import type { GcReport } from './api.js'
+import { parseCount, parseDuration, parsePort, parseSize } from './parse.js'
+import { gcStore, GcError, DEFAULT_GC_POLICY } from '../fs/maint/gc.js'
+import type { GcReport } from '../daemon/api.js'
 import { RewindClient, RewindError, ConnectionError, TimeoutError } from '../client/client.js'
-import { defaultStore, findWorkspace, register, registered } from './paths.js'
-import { mountState, fuseMounts } from './mounts.js'
-import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from './daemon.js'
-import { verifyStore, VerifyError, lossSummary, type VerifyReport } from './verify.js'
-import { repairStore, RepairError } from './repair.js'
-import { fullDiskNote } from './diskfull.js'
-import { safeLog, guardStdio, startChannel } from './log.js'
-import { logStopped, pinStopped, OfflineError } from './offline.js'
-import { fmtMs, printCheckpoint, realCwd, warnCwdBelow, missingAt, printGcReport } from './cli-output.js'
+import { defaultStore, findWorkspace, register, registered } from '../daemon/paths.js'
+import { mountState, fuseMounts } from '../daemon/mounts.js'
+import { startDaemon, checkFuseAvailable, UNMOUNT_FILE, type UnmountOutcome } from '../daemon/daemon.js'
+import { verifyStore, VerifyError, lossSummary, type VerifyReport } from '../fs/maint/verify.js'
+import { repairStore, RepairError } from '../fs/maint/repair.js'
+import { fullDiskNote } from '../store/diskfull.js'
+import { safeLog, guardStdio, startChannel } from '../daemon/log.js'
+import { logStopped, pinStopped, OfflineError } from '../daemon/offline.js'
+import { fmtMs, printCheckpoint, realCwd, warnCwdBelow, missingAt, printGcReport } from './output.js'
 
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -205,7 +205,7 @@ export function program (): Command {
         throw new CliError(`cannot open the daemon's log ${logFile} (${e.message}): ${fullDiskNote(store, `run rewindfs mount ${abs} again`, String(e.code)) ?? 'check that the store directory is writable'}`)
       }
       // fd 3: the start channel, a pipe on which the daemon also says what it logs until it is ready
-      const args = [path.join(here, 'cli.js'), 'daemon', abs, '--store', store, '--start-fd', '3']
+      const args = [path.join(here, 'main.js'), 'daemon', abs, '--store', store, '--start-fd', '3']
       if (o.port !== undefined) args.push('--port', String(o.port))
       if (o.reserve !== undefined) args.push('--reserve', String(o.reserve))
       const logStart = fs.fstatSync(out).size

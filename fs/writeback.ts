@@ -17,15 +17,15 @@
  * the next mount resumes the last checkpoint (see daemon.ts).
  */
 import fs from 'node:fs'
-import type { StoreDb } from './store/db.js'
-import type { BlockStore } from './store/blocks.js'
-import type { Generations } from './generations.js'
+import type { StoreDb } from '../store/db.js'
+import type { BlockStore } from '../store/blocks.js'
+import type { Generations } from './history/generations.js'
 import type { Workspace } from './workspace.js'
-import { BLOCK_SIZE, type BlockId } from './types.js'
+import { BLOCK_SIZE, type BlockId } from '../base/types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, sameFrozen, listTreeNoAtime, WRITEBACK_TEMP_PREFIX, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
-import { isNoSpace } from './store/errors.js'
+import { isNoSpace } from '../store/errors.js'
 import { BlockList } from './blocklist.js'
 import { dataExtents, forOtherProcess } from './sparse.js'
 import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
@@ -129,7 +129,7 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
     const blocks = BlockList.empty()
     const buf = Buffer.allocUnsafe(BLOCK_SIZE)
     try {
-      // a sparse file: its data extents only (daemon/sparse.ts), not its holes
+      // a sparse file: its data extents only (fs/sparse.ts), not its holes
       for (const [start, end] of dataExtents(forOtherProcess(absOf(rel)), size, fs.fstatSync(fd).blocks * 512)) {
         for (let off = Math.floor(start / BLOCK_SIZE) * BLOCK_SIZE; off < Math.min(end, size); off += BLOCK_SIZE) {
           // the paths write-back changes may use the reserve kept for checkpoints; the others may not

@@ -6,7 +6,7 @@
 import fs from 'node:fs'
 import bytes from 'bytes'
 import type { RewindClient } from '../client/client.js'
-import type { CheckpointInfo, GcReport } from './api.js'
+import type { CheckpointInfo, GcReport } from '../daemon/api.js'
 
 /** Milliseconds, two decimals below 10 ms, else one. */
 export function fmtMs (ms: number): string { return ms < 10 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(1)} ms` }
