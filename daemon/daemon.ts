@@ -34,6 +34,7 @@ import { collectGarbage } from '../fs/maint/gc.js'
 import { ApiError } from '../proto/errors.js'
 import { isNoSpace } from '../store/errors.js'
 import { checkRoom, unmountRefused, writeOutcome, type UnmountOutcome } from './unmount.js'
+import { watchMount, stillMounted } from './mount-watch.js'
 
 const run = promisify(execFile)
 
@@ -207,6 +208,15 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     finishing.catch(() => {})
   }
 
+  /** stops the watch for an unmount from outside (daemon/mount-watch.ts) */
+  let stopWatch: () => void = () => {}
+  /** The mount ended from outside: seal, write back (or keep the store), close; the process then exits. */
+  const unmountedOutside = (): void => {
+    if (phase !== 'MOUNTED') return
+    log(`rewindfs: ${o.dir} was unmounted from outside (fusermount -u, umount); sealing a final checkpoint and writing back`)
+    shutdown(false).catch((e: any) => { log(`rewindfs: the unmount after an unmount from outside failed: ${e?.message ?? e}; the store keeps checkpoint ${state.head} and the next rewindfs mount ${o.dir} resumes from it`) })
+  }
+
   /** Unmounts: resolves when closed; rejects (still mounted and serving) when the unmount could not be done. */
   const shutdown = async (discard: boolean): Promise<void> => {
     if (phase !== 'MOUNTED') { await (finishing ?? closed); return }
@@ -224,9 +234,17 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
    */
   const finish = async (discard: boolean): Promise<void> => {
     const outcome: UnmountOutcome = { ok: true, discarded: discard, checkpoint: state.head, errors: [], time: Date.now() }
+    stopWatch()
+    let refused: Error | undefined
     try {
       await fuse.unmount()
     } catch (e: any) {
+      // also when it was unmounted from outside already (fusermount -u, umount): then nothing is left to detach
+      refused = e
+    }
+    if (stillMounted(o.dir)) {
+      const e = refused ?? new Error(`${o.dir} is still mounted after the unmount`)
+      stopWatch = watchMount(o.dir, unmountedOutside)
       phase = 'MOUNTED'
       log(`rewindfs: unmount failed: ${e.message}; ${o.dir} stays mounted and served: stop what uses it, then unmount again (nothing is lost)`)
       writeOutcome(o.store, { ...outcome, ok: false, mounted: true, errors: [e.message] }, log)
@@ -333,6 +351,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     throw e
   }
   ready = true
+  stopWatch = watchMount(o.dir, unmountedOutside)
   return { closed, shutdown }
 }
 

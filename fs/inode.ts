@@ -4,7 +4,8 @@
  * immutable; the live generation clones a record before its first change
  * (copy-on-write, see daemon/live.ts).
  */
-import type { BlockId, Ino } from '../base/types.js'
+import type { Ino } from '../base/types.js'
+import { BlockList } from './blocklist.js'
 
 /** File type bits of st_mode (Linux values, <sys/stat.h>). */
 export const S_IFMT = 0o170000
@@ -57,8 +58,8 @@ export interface InodeRecord {
   entries?: Map<string, Ino>
   /** symlink target */
   target?: string
-  /** file content, one BlockId per BLOCK_SIZE bytes; 0 is a hole (reads as zeros); absent while content is lower */
-  blocks?: BlockId[]
+  /** file content, one BlockId per BLOCK_SIZE bytes, holes not stored (fs/blocklist.ts); absent while content is lower */
+  blocks?: BlockList
   /** content or listing still in the lower layer */
   lower?: LowerRef
   /** identity of the lower file this inode came from ("dev:ino"), to join hard links of the lower layer */
@@ -91,12 +92,12 @@ export function typeName (mode: number): 'file' | 'dir' | 'symlink' | 'fifo' | '
 /**
  * A shallow copy that the live generation may change without touching the
  * sealed original: the entries map, links, blocks and xattrs are copied too
- * (O(entries + blocks) once per inode per generation).
+ * (O(entries + blocks holding data) once per inode per generation).
  */
 export function cloneRecord (r: InodeRecord): InodeRecord {
   const c: InodeRecord = { ...r, links: r.links.map(l => [l[0], l[1]] as Link) }
   if (r.entries) c.entries = new Map(r.entries)
-  if (r.blocks) c.blocks = r.blocks.slice()
+  if (r.blocks) c.blocks = r.blocks.clone()
   if (r.xattrs) c.xattrs = { ...r.xattrs }
   return c
 }
@@ -112,13 +113,15 @@ export function nowNs (): bigint {
 export function encodeRecord (r: InodeRecord): Record<string, unknown> {
   const o: Record<string, unknown> = { ...r }
   if (r.entries) o.entries = [...r.entries]
+  if (r.blocks) o.blocks = r.blocks.encode()
   return o
 }
 
-/** Inverse of encodeRecord. */
+/** Inverse of encodeRecord; reads format-2 block lists too. Throws TypeError for a malformed block list. */
 export function decodeRecord (o: any): InodeRecord {
   const r = o as InodeRecord
   if (Array.isArray(o.entries)) r.entries = new Map(o.entries as [string, Ino][])
+  if (o.blocks !== undefined) r.blocks = BlockList.decode(o.blocks)
   for (const k of ['atime', 'mtime', 'ctime'] as const) if (typeof r[k] !== 'bigint') r[k] = BigInt(r[k] as any)
   if (r.xattrs) for (const n of Object.keys(r.xattrs)) r.xattrs[n] = new Uint8Array(r.xattrs[n])
   return r

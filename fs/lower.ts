@@ -14,7 +14,7 @@
  */
 import fs from 'node:fs'
 import { execFileSync } from 'node:child_process'
-import type { BlockId } from '../base/types.js'
+import { BlockList } from './blocklist.js'
 import { type InodeRecord, type LowerRef, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { FsError, EIO } from '../base/errno.js'
 
@@ -87,8 +87,21 @@ export interface FrozenPath {
   from: number
   to: number
   listing?: LowerEntry[]
-  blocks?: BlockId[]
+  /** the file's block list in its persisted form (BlockList.encode; format 2's dense arrays too) */
+  blocks?: number[]
   target?: string
+}
+
+const decoded = new WeakMap<number[], BlockList>()
+
+/**
+ * The BlockList of a frozen copy's persisted block list, decoded once per
+ * array (frozen copies are never changed). Callers must not change it.
+ */
+export function frozenBlocks (blocks: number[]): BlockList {
+  let l = decoded.get(blocks)
+  if (!l) { l = BlockList.decode(blocks); decoded.set(blocks, l) }
+  return l
 }
 
 /**
@@ -100,7 +113,7 @@ export interface FrozenPath {
 export function sameFrozen (a: Omit<FrozenPath, 'from' | 'to'>, b: Omit<FrozenPath, 'from' | 'to'>): boolean {
   if (a.target !== b.target) return false
   if ((a.blocks === undefined) !== (b.blocks === undefined) || (a.listing === undefined) !== (b.listing === undefined)) return false
-  if (a.blocks && b.blocks && (a.blocks.length !== b.blocks.length || a.blocks.some((id, i) => id !== b.blocks![i]))) return false
+  if (a.blocks && b.blocks && !frozenBlocks(a.blocks).equals(frozenBlocks(b.blocks))) return false
   if (a.listing && b.listing) {
     if (a.listing.length !== b.listing.length) return false
     for (let i = 0; i < a.listing.length; i++) {
@@ -287,11 +300,11 @@ export class LowerLayer {
    * Content source of a lower file: frozen blocks, or an fd opened read-only
    * on the live lower file (the caller closes it).
    */
-  openContent (ref: LowerRef): { blocks: BlockId[] } | { fd: number } {
+  openContent (ref: LowerRef): { blocks: BlockList } | { fd: number } {
     const f = this.frozenFor(ref)
     if (f) {
       if (!f.blocks) throw new FsError(EIO, `frozen lower path ${ref.p} is not a file`)
-      return { blocks: f.blocks }
+      return { blocks: frozenBlocks(f.blocks) }
     }
     const flags = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW
     try {

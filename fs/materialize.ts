@@ -21,17 +21,23 @@ import type { TreeView } from './tree.js'
 
 const ZERO = Buffer.alloc(BLOCK_SIZE)
 
-/** Writes the content of a file record to `abs` (created or truncated), keeping holes. Returns bytes. */
+/**
+ * Writes the content of a file record to `abs` (created or truncated),
+ * keeping holes: only the ranges that may hold data are read (a 10 TiB
+ * sparse file costs its data, not 10 TiB of reads). Returns its size in bytes.
+ */
 export function writeContent (view: TreeView, r: InodeRecord, abs: string): number {
   const fd = fs.openSync(abs, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o600)
   try {
     const buf = Buffer.allocUnsafe(BLOCK_SIZE)
-    for (let off = 0; off < r.size; off += BLOCK_SIZE) {
-      const n = view.read(r, buf, Math.min(BLOCK_SIZE, r.size - off), off)
-      const chunk = buf.subarray(0, n)
-      if (chunk.equals(ZERO.subarray(0, n))) continue
-      let done = 0
-      while (done < n) done += fs.writeSync(fd, chunk, done, n - done, off + done)
+    for (const [start, end] of view.ranges(r)) {
+      for (let off = Math.floor(start / BLOCK_SIZE) * BLOCK_SIZE; off < end; off += BLOCK_SIZE) {
+        const n = view.read(r, buf, Math.min(BLOCK_SIZE, r.size - off), off)
+        const chunk = buf.subarray(0, n)
+        if (chunk.equals(ZERO.subarray(0, n))) continue
+        let done = 0
+        while (done < n) done += fs.writeSync(fd, chunk, done, n - done, off + done)
+      }
     }
     fs.ftruncateSync(fd, r.size)
   } finally { fs.closeSync(fd) }
@@ -141,11 +147,13 @@ export function applyMeta (r: InodeRecord, abs: string, times: TimeBatch, xattrs
 /** Creates a non-directory, non-regular node (symlink, fifo, device) at `abs`. */
 export function makeSpecial (r: InodeRecord, abs: string): void {
   const type = r.mode & S_IFMT
-  const mode = (r.mode & 0o7777).toString(8)
+  // mkfifo and mknod take permission bits only (-m 7755 fails): setuid, setgid and sticky by chmod after
+  const mode = (r.mode & 0o777).toString(8)
   if (type === S_IFLNK) fs.symlinkSync(r.target ?? '', abs)
   else if (type === S_IFIFO) execFileSync('mkfifo', ['-m', mode, abs])
   else if (type === S_IFCHR || type === S_IFBLK) execFileSync('mknod', ['-m', mode, abs, type === S_IFCHR ? 'c' : 'b', String(Math.floor(r.rdev / 256)), String(r.rdev % 256)])
   else fs.writeFileSync(abs, '') // sockets cannot be recreated without a listener: an empty file marks the place
+  if (type !== S_IFLNK && (r.mode & 0o7000) !== 0) fs.chmodSync(abs, r.mode & 0o7777)
 }
 
 /**

@@ -60,6 +60,9 @@ export class TreeView {
     return cur ?? null
   }
 
+  /** Byte ranges [start, end) of a file record of this table that may hold data (Workspace.dataRanges). */
+  ranges (r: InodeRecord): Array<[number, number]> { return this.ws.dataRanges(r) }
+
   /** Reads file bytes of a record of this table. */
   read (r: InodeRecord, buf: Buffer, len: number, pos: number): number {
     return this.ws.readRecord(r, buf, len, pos, false)

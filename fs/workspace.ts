@@ -31,7 +31,9 @@ import {
   cloneRecord, isDir, isFile, isSymlink, nowNs
 } from './inode.js'
 import { type TableNode, applyChanges, lookup } from './itable.js'
-import { LowerLayer, type LowerEntry, recordOfLower } from './lower.js'
+import { LowerLayer, type LowerEntry, recordOfLower, frozenBlocks } from './lower.js'
+import { BlockList, MAX_BLOCKS } from './blocklist.js'
+import { dataExtents, forOtherProcess } from './sparse.js'
 import { isNoSpace } from '../store/errors.js'
 import type { Caller, FsOps, Stat } from './api.js'
 import {
@@ -65,8 +67,12 @@ const XATTR_CREATE = 1
 const XATTR_REPLACE = 2
 /** Largest xattr value accepted, bytes (Linux XATTR_SIZE_MAX). */
 const XATTR_SIZE_MAX = 65536
-/** Largest file size, bytes: 2^53 (JavaScript integers stay exact below it). */
-const MAX_FILE_SIZE = Number.MAX_SAFE_INTEGER
+/**
+ * Largest file size, bytes: 16 TiB - 64 KiB (2^28 - 1 blocks), where ext4
+ * with 4 KiB blocks stops too (it answers EFBIG above 16 TiB - 4 KiB);
+ * bigger sizes and writes past it fail with EFBIG, as there.
+ */
+export const MAX_FILE_SIZE = (MAX_BLOCKS - 1) * BLOCK_SIZE
 /** Unsealed block buffers above this many bytes are sealed into packs at once (bounds memory). */
 export const DIRTY_DATA_LIMIT = 256 * 1024 * 1024
 
@@ -307,15 +313,20 @@ export class Workspace implements FsOps {
     if (!ref || !isFile(m)) return
     const src = this.lower.openContent(ref)
     if ('blocks' in src) {
-      m.blocks = src.blocks.slice()
+      m.blocks = src.blocks.clone()
     } else {
-      const blocks: BlockId[] = []
+      const blocks = BlockList.empty()
       const buf = Buffer.allocUnsafe(BLOCK_SIZE)
       try {
-        for (let off = 0; off < m.size; off += BLOCK_SIZE) {
-          const n = fs.readSync(src.fd, buf, 0, Math.min(BLOCK_SIZE, m.size - off), off)
-          const chunk = buf.subarray(0, n)
-          blocks.push(isZero(chunk) ? 0 : this.blocks.put(chunk))
+        // a sparse file of the directory: its data extents only (fs/sparse.ts)
+        const st = fs.fstatSync(src.fd)
+        for (const [start, end] of dataExtents(forOtherProcess(this.lower.pathOf(ref.p)), m.size, st.blocks * 512)) {
+          for (let k = Math.floor(start / BLOCK_SIZE); k * BLOCK_SIZE < Math.min(end, m.size); k++) {
+            const off = k * BLOCK_SIZE
+            const n = fs.readSync(src.fd, buf, 0, Math.min(BLOCK_SIZE, m.size - off), off)
+            const chunk = buf.subarray(0, n)
+            if (!isZero(chunk)) blocks.set(k, this.blocks.put(chunk))
+          }
         }
       } finally { fs.closeSync(src.fd) }
       m.blocks = blocks
@@ -405,9 +416,9 @@ export class Workspace implements FsOps {
     let blocks = Math.ceil(r.size / 512)
     if (type === S_IFDIR) { nlink = 2 + (r.subdirs ?? 0); size = 4096; blocks = 8 }
     else if (type === S_IFREG && r.blocks) {
-      let used = 0
+      let used = r.blocks.dataBlocks
       const dd = this.dirtyData.get(r.ino)
-      for (let k = 0; k < r.blocks.length; k++) if (r.blocks[k] !== 0 || dd?.has(k)) used++
+      if (dd) for (const k of dd.keys()) if (r.blocks.get(k) === 0) used++
       blocks = Math.min(blocks, used * (BLOCK_SIZE / 512))
     }
     return { mode: r.mode, uid: r.uid, gid: r.gid, size, nlink, ino: r.ino, rdev: r.rdev, blksize: 4096, blocks, atime: r.atime, mtime: r.mtime, ctime: r.ctime }
@@ -516,7 +527,7 @@ export class Workspace implements FsOps {
   mknod (path: string, mode: number, rdev: number, caller: Caller): void {
     const type = mode & S_IFMT || S_IFREG
     this.create0(path, type | (mode & 0o7777), caller, r => {
-      if (type === S_IFREG) r.blocks = []
+      if (type === S_IFREG) r.blocks = BlockList.empty()
       else r.rdev = rdev
     })
   }
@@ -681,7 +692,7 @@ export class Workspace implements FsOps {
       if (flags & fs.constants.O_EXCL) fail(EEXIST, `${path}: file exists`)
       return this.openIno(existing, flags, path)
     }
-    const r = this.create0(path, S_IFREG | (mode & 0o7777), caller, x => { x.blocks = [] })
+    const r = this.create0(path, S_IFREG | (mode & 0o7777), caller, x => { x.blocks = BlockList.empty() })
     return this.openIno(r.ino, flags, path)
   }
 
@@ -731,12 +742,40 @@ export class Workspace implements FsOps {
         } finally { if (!live) fs.closeSync(fd) }
         return end - pos
       }
-      return this.readBlocks(undefined, src.blocks!, buf, pos, end)
+      return this.readBlocks(undefined, frozenBlocks(src.blocks!), buf, pos, end)
     }
     return this.readBlocks(live ? this.dirtyData.get(r.ino) : undefined, r.blocks!, buf, pos, end)
   }
 
-  private readBlocks (dd: Map<number, Buffer> | undefined, blocks: BlockId[], buf: Buffer, pos: number, end: number): number {
+  /**
+   * Byte ranges [start, end) of a sealed file record that may hold data, in
+   * increasing order (the rest are holes): its blocks holding data, or the
+   * data extents of its lower file (fs/sparse.ts). O(blocks holding data).
+   */
+  dataRanges (r: InodeRecord): Array<[number, number]> {
+    if (!isFile(r) || r.size === 0) return []
+    let list = r.blocks
+    if (!list && r.lower) {
+      const f = this.lower.frozenFor(r.lower)
+      if (f?.blocks) list = frozenBlocks(f.blocks)
+      else {
+        try {
+          const st = fs.lstatSync(this.lower.pathOf(r.lower.p))
+          return dataExtents(forOtherProcess(this.lower.pathOf(r.lower.p)), r.size, st.blocks * 512)
+        } catch { return [[0, r.size]] }
+      }
+    }
+    const out: Array<[number, number]> = []
+    for (const [k] of list?.entries() ?? []) {
+      const start = k * BLOCK_SIZE; const end = Math.min(start + BLOCK_SIZE, r.size)
+      if (start >= r.size) break
+      const last = out[out.length - 1]
+      if (last && last[1] === start) last[1] = end; else out.push([start, end])
+    }
+    return out
+  }
+
+  private readBlocks (dd: Map<number, Buffer> | undefined, blocks: BlockList, buf: Buffer, pos: number, end: number): number {
     let out = 0
     while (pos < end) {
       const k = Math.floor(pos / BLOCK_SIZE)
@@ -745,7 +784,7 @@ export class Workspace implements FsOps {
       const d = dd?.get(k)
       if (d) d.copy(buf, out, from, from + n)
       else {
-        const id = blocks[k]
+        const id = blocks.get(k)
         let got = 0
         if (id) got = this.blocks.readInto(id, buf, out, from, n)
         if (got < n) buf.fill(0, out + got, out + n)
@@ -763,7 +802,7 @@ export class Workspace implements FsOps {
     let b = dd.get(k)
     if (b) return b
     b = Buffer.alloc(BLOCK_SIZE)
-    const id = m.blocks![k]
+    const id = m.blocks!.get(k)
     if (id) this.blocks.readInto(id, b, 0, 0, BLOCK_SIZE)
     dd.set(k, b)
     this.dirtyDataBytes += BLOCK_SIZE
@@ -776,9 +815,9 @@ export class Workspace implements FsOps {
     const b = dd?.get(k)
     if (!b) return
     const len = Math.min(BLOCK_SIZE, m.size - k * BLOCK_SIZE)
-    if (len > 0 && k < m.blocks!.length) {
+    if (len > 0) {
       const data = b.subarray(0, len)
-      m.blocks![k] = isZero(data) ? 0 : this.blocks.put(data)
+      m.blocks!.set(k, isZero(data) ? 0 : this.blocks.put(data))
     }
     dd!.delete(k)
     this.dirtyDataBytes -= BLOCK_SIZE
@@ -811,13 +850,9 @@ export class Workspace implements FsOps {
     const m = this.mutable(h.ino)
     if (m.lower) this.copyUp(m)
     if (h.flags & O_APPEND) pos = m.size
-    if (pos + len > MAX_FILE_SIZE) fail(EFBIG, 'file would exceed 2^53 bytes')
+    if (pos + len > MAX_FILE_SIZE) fail(EFBIG, `a write up to byte ${pos + len} would pass the largest file size (${MAX_FILE_SIZE} bytes, 16 TiB - 64 KiB)`)
     const end = pos + len
-    if (end > m.size) {
-      const count = Math.ceil(end / BLOCK_SIZE)
-      while (m.blocks!.length < count) m.blocks!.push(0)
-      m.size = end
-    }
+    if (end > m.size) m.size = end
     let src = 0
     while (pos < end) {
       const k = Math.floor(pos / BLOCK_SIZE)
@@ -843,27 +878,27 @@ export class Workspace implements FsOps {
   ftruncate (fh: number, size: number): void { this.truncateIno(this.handle(fh).ino, size) }
 
   private truncateIno (ino: Ino, size: number): void {
-    if (size < 0 || size > MAX_FILE_SIZE) fail(EINVAL, `invalid size ${size}`)
+    if (size < 0) fail(EINVAL, `invalid size ${size}`)
+    if (size > MAX_FILE_SIZE) fail(EFBIG, `size ${size} is above the largest file size (${MAX_FILE_SIZE} bytes, 16 TiB - 64 KiB)`)
     const m = this.mutable(ino)
     if (isDir(m)) fail(EISDIR, 'is a directory')
     if (!isFile(m)) fail(EINVAL, 'not a regular file')
     if (m.lower) {
-      if (size === 0) { m.blocks = []; delete m.lower; this.closeLowerFd(ino) } else { this.blocks.ensureSpace?.(m.size); this.copyUp(m) }
+      if (size === 0) { m.blocks = BlockList.empty(); delete m.lower; this.closeLowerFd(ino) } else { this.blocks.ensureSpace?.(m.size); this.copyUp(m) }
     }
     const count = Math.ceil(size / BLOCK_SIZE)
     const dd = this.dirtyData.get(ino)
     if (size < m.size) {
       const tail = size % BLOCK_SIZE
-      if (tail !== 0 && m.blocks![count - 1]) this.blockBuffer(m, count - 1).fill(0, tail)
+      if (tail !== 0 && m.blocks!.get(count - 1)) this.blockBuffer(m, count - 1).fill(0, tail)
       else if (tail !== 0) dd?.get(count - 1)?.fill(0, tail)
-      m.blocks!.length = Math.min(m.blocks!.length, count)
+      m.blocks!.truncate(count)
       if (dd) {
         for (const k of [...dd.keys()]) if (k >= count) { dd.delete(k); this.dirtyDataBytes -= BLOCK_SIZE }
         // no empty buffer maps: the generation would look dirty forever (a restore's "seal until clean" loop never ended)
         if (dd.size === 0) this.dirtyData.delete(ino)
       }
     }
-    while (m.blocks!.length < count) m.blocks!.push(0)
     m.size = size
     m.mtime = m.ctime = nowNs()
   }

@@ -30,8 +30,19 @@ export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoi
 /** A key: a string is used as is; a number must be a safe non-negative integer and is encoded with `intKey`. */
 export type StoreKey = string | number
 
-/** On-disk format version written to meta `format` (FORMAT.md "Versions"). */
-export const STORE_FORMAT = 2
+/**
+ * On-disk format version written to meta `format` (FORMAT.md "Versions"):
+ * 3 since block lists may hold runs of holes (fs/blocklist.ts).
+ */
+export const STORE_FORMAT = 3
+
+/**
+ * Formats this version opens by migrating them to STORE_FORMAT. 2 → 3:
+ * nothing to rewrite (a format-2 block list is a valid format-3 one), the
+ * version is raised so that an older rewindfs refuses the store instead of
+ * misreading a run of holes.
+ */
+export const MIGRATES_FROM: readonly number[] = [2]
 
 /** The one shared codec: msgpack maps, no records extension (FORMAT.md "Metadata database"). */
 export const packr = new Packr({ useRecords: false })
@@ -158,7 +169,8 @@ export class StoreDb {
 
   /**
    * Open (creating if missing) the metadata database at `<storeDir>/meta` and
-   * check meta `format` (writing `STORE_FORMAT` into a new database).
+   * check meta `format` (writing `STORE_FORMAT` into a new database, and
+   * into one of a format in MIGRATES_FROM: the migration).
    * Throws StoreLockedError (E_LOCKED) if another process has it open,
    * StoreNoSpaceError (E_NO_SPACE) if the filesystem is full (opening writes
    * a new log: free space and retry, no repair), CorruptStoreError
@@ -182,6 +194,8 @@ export class StoreDb {
     try {
       const format = await db.get<number>('meta', 'format')
       if (format === undefined) {
+        await db.batch().put('meta', 'format', STORE_FORMAT).write({ sync: true })
+      } else if (MIGRATES_FROM.includes(format)) {
         await db.batch().put('meta', 'format', STORE_FORMAT).write({ sync: true })
       } else if (format !== STORE_FORMAT) {
         throw new StoreFormatError(

@@ -15,6 +15,7 @@ import type { Workspace } from '../workspace.js'
 import { TreeView } from '../tree.js'
 import type { DiffEntry } from '../../proto/messages.js'
 import type { Generations } from './generations.js'
+import { sameContent } from './same-content.js'
 
 /**
  * Differences between two checkpoints (or a checkpoint and the live
@@ -64,7 +65,7 @@ export async function diffTables (g: Generations, ws: Workspace, ta: TableNode, 
     if (sameRecord(ws.lower, x, y) && !(isDir && (below.has(x.ino) || below.has(y.ino)))) return
     if ((x.mode & S_IFMT) !== (y.mode & S_IFMT)) { out.push({ path: p || '/', change: 'type' }); return }
     if (!isDir) {
-      if (!sameContent(ws, x, y, false, live)) out.push({ path: p, change: 'modified' })
+      if (!sameContent(ws, x, y, false, live, sameLower)) out.push({ path: p, change: 'modified' })
       else if (!sameMeta(x, y)) out.push({ path: p, change: 'meta' })
       return
     }
@@ -130,58 +131,3 @@ function sameXattrs (a: Record<string, Uint8Array> | undefined, b: Record<string
   return ka.every(k => b![k] !== undefined && Buffer.compare(a![k], b![k]) === 0)
 }
 
-/** Bytes compared per read when diff compares file content byte by byte. */
-const COMPARE_CHUNK = 1 << 20
-
-/**
- * Content of two non-directory records for diff: the content of files, the
- * target of symlinks, the device number of devices. `xLive`/`yLive` say
- * whether a record is of the live state (its unsealed writes count).
- *
- * A file's content is known as a block list (its own, or the frozen copy its
- * lower reference resolves to) or as a file of the lower directory. Rules,
- * cheapest first:
- *  - other size: different;
- *  - both lower references (not written through the mount since) that
- *    sameLower finds the same: equal;
- *  - both block lists, no unsealed writes: equal lists are equal content
- *    (blocks are content-addressed and deduplicated byte for byte, holes are 0);
- *  - otherwise (a block list against a lower file, e.g. a file edited in one
- *    session and read back from the directory after its write-back in the
- *    next; unsealed writes; lists that differ): other mtime (ns) is reported
- *    as different content without reading; the same mtime compares the bytes,
- *    which is O(size) and stops at the first difference. So a file rewritten
- *    with other bytes of the same size and its mtime set back (touch -d) is
- *    still modified, and one written back with the bytes it had is not. A
- *    lower file that cannot be read counts as different.
- */
-function sameContent (ws: Workspace, x: InodeRecord, y: InodeRecord, xLive: boolean, yLive: boolean): boolean {
-  if (x.size !== y.size || x.target !== y.target || x.rdev !== y.rdev) return false
-  if ((x.mode & S_IFMT) !== S_IFREG) return true
-  const xd = xLive ? ws.hasUnsealedWrites(x) : false
-  const yd = yLive ? ws.hasUnsealedWrites(y) : false
-  if (x.lower && y.lower && !x.blocks && !y.blocks && sameLower(ws.lower, x, y)) return true
-  const bx = blocksOf(ws.lower, x); const by = blocksOf(ws.lower, y)
-  if (bx && by && !xd && !yd && bx.length === by.length && bx.every((b, i) => b === by[i])) return true
-  if (x.mtime !== y.mtime) return false
-  if (x.size === 0) return true
-  const a = Buffer.allocUnsafe(Math.min(COMPARE_CHUNK, x.size)); const b = Buffer.allocUnsafe(a.length)
-  try {
-    for (let pos = 0; pos < x.size; pos += a.length) {
-      const n = Math.min(a.length, x.size - pos)
-      ws.readRecord(x, a, n, pos, xd)
-      ws.readRecord(y, b, n, pos, yd)
-      if (!a.subarray(0, n).equals(b.subarray(0, n))) return false
-    }
-  } catch {
-    return false
-  }
-  return true
-}
-
-/** The block list of a file record: its own, the frozen copy its lower reference resolves to, or undefined (a lower file). */
-function blocksOf (lower: LowerLayer, r: InodeRecord): BlockId[] | undefined {
-  if (r.blocks) return r.blocks
-  if (!r.lower) return []
-  return lower.frozenFor(r.lower)?.blocks
-}

@@ -157,7 +157,7 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
       const list = Array.isArray(e.value) ? e.value : []
       const kept = list.filter(f => [...marked.sessions].some(s => f.from <= s && s <= f.to))
       if (kept.length < list.length) { frozenKept.set(e.key, kept); report.frozen += list.length - kept.length }
-      for (const f of kept) for (const b of f.blocks ?? []) if (b) marked.blocks.add(b)
+      for (const f of kept) for (const b of f.blocks ?? []) if (b > 0) marked.blocks.add(b) // b < 0: a run of holes
     }
 
     // ---- 3. sweep ------------------------------------------------------------
@@ -344,7 +344,7 @@ async function dropCheckpoints (db: StoreDb, gens: Generations, choice: Choice):
 /** Blocks of the running workspace's unsaved records and of files unlinked while open. O(unsaved). */
 function unsavedBlocks (ws: Workspace): Set<BlockId> {
   const out = new Set<BlockId>()
-  const add = (r: InodeRecord | null): void => { for (const b of r?.blocks ?? []) if (b) out.add(b) }
+  const add = (r: InodeRecord | null): void => { for (const b of r?.blocks ?? []) out.add(b) }
   for (const r of ws.unsavedRecords().values()) add(r)
   for (const r of ws.orphanRecords()) add(r)
   return out
@@ -355,14 +355,14 @@ async function mark (db: StoreDb, roots: number[], liveRoot: number, liveTable: 
   const nodes = new Set<number>()
   const blocks = new Set<BlockId>()
   const sessions = new Set<number>()
-  const addRecord = (r: InodeRecord): void => { for (const b of r.blocks ?? []) if (b) blocks.add(b); if (r.lower) sessions.add(r.lower.s) }
+  const addRecord = (r: InodeRecord): void => { for (const b of r.blocks ?? []) blocks.add(b); if (r.lower) sessions.add(r.lower.s) }
   const byId = async (id: number, level: number): Promise<void> => {
     if (id === 0 || nodes.has(id)) return
     nodes.add(id)
     const v = await db.get<any>('node', id)
     if (!v) return // missing: verify reports it; nothing below it can be marked
     if (level === 4) {
-      for (const b of Array.isArray(v.blocks) ? v.blocks : []) if (b) blocks.add(b)
+      for (const b of Array.isArray(v.blocks) ? v.blocks : []) if (b > 0) blocks.add(b) // persisted form: b < 0 is a run of holes
       if (typeof v.lower?.s === 'number') sessions.add(v.lower.s)
       return
     }

@@ -263,9 +263,7 @@ async function run (store: string, db: StoreDb, blocks: BlockStore, opts: Verify
       if (!r.blocks) continue
       const first = !contentChecked.has(id)
       contentChecked.add(id)
-      for (let k = 0; k < r.blocks.length; k++) {
-        const b = r.blocks[k]!
-        if (b === 0) continue
+      for (const [k, b] of r.blocks.entries()) {
         if (!blockUsers.has(b)) blockUsers.set(b, `${label} ${pathOf(ino)}`)
         if (!first) continue
         const p = pathOf(ino)
@@ -315,7 +313,7 @@ async function run (store: string, db: StoreDb, blocks: BlockStore, opts: Verify
     const p = '/' + key
     for (const f of Array.isArray(value) ? value : []) {
       for (const b of f.blocks ?? []) {
-        if (b === 0) continue
+        if (b <= 0) continue // a hole, or a run of holes
         if (!blockUsers.has(b)) blockUsers.set(b, `the frozen copy of ${p}`)
         if (!blocks.has(b)) report({ code: 'E_MISSING_BLOCK', path: p, blockId: b, message: `the frozen copy of ${p} (sessions ${f.from}..${f.to}) uses block ${b}, which is not in the block index` })
       }

@@ -1,0 +1,55 @@
+/**
+ * Where a native file holds data: the extents SEEK_DATA / SEEK_HOLE
+ * (lseek(2)) report, so that copying a sparse file of the directory into
+ * blocks (first write, freezing at unmount) reads its data only, not
+ * terabytes of holes (issue 11, item 1). Node has no lseek, so a file whose
+ * allocated blocks are fewer than its size is asked about in one python3
+ * process; a dense file needs no question.
+ */
+import fs from 'node:fs'
+import { execFileSync } from 'node:child_process'
+
+/** Debian's python3 when present (a version-manager shim on PATH can cost a second per start). */
+const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
+
+const EXTENTS = `import errno,json,os,sys
+p, size = sys.argv[1], int(sys.argv[2])
+try: fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NOATIME)
+except PermissionError: fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
+out, off = [], 0
+while off < size:
+    try: s = os.lseek(fd, off, os.SEEK_DATA)
+    except OSError as e:
+        if e.errno == errno.ENXIO: break
+        raise
+    if s >= size: break
+    e = min(os.lseek(fd, s, os.SEEK_HOLE), size)
+    out.append([s, e]); off = e
+print(json.dumps(out))
+`
+
+/** A file smaller than this is read whole: asking python3 costs more than reading it (bytes). */
+const ASK_ABOVE = 16 * 1024 * 1024
+
+/**
+ * Byte ranges [start, end) of `path` that may hold data, in increasing
+ * order, within 0..size. The whole file when it is small or not sparse
+ * (`allocated`, st_blocks × 512, covers its size), or when the question
+ * fails (a filesystem without SEEK_DATA answers the whole file itself).
+ * `path` must resolve outside the mount (the lower layer's
+ * `/proc/<pid>/fd/N/...` form: python3 is another process, so
+ * `/proc/self` would name it, not the daemon).
+ */
+export function dataExtents (path: string, size: number, allocated: number): Array<[number, number]> {
+  if (size <= ASK_ABOVE || allocated >= size) return size > 0 ? [[0, size]] : []
+  try {
+    const out = JSON.parse(execFileSync(PYTHON, ['-c', EXTENTS, path, String(size)], { encoding: 'utf8', timeout: 60000, maxBuffer: 64 * 1024 * 1024 }))
+    if (Array.isArray(out)) return out as Array<[number, number]>
+  } catch {}
+  return [[0, size]]
+}
+
+/** The path another process must use for a path of this process under /proc/self. */
+export function forOtherProcess (path: string): string {
+  return path.startsWith('/proc/self/') ? `/proc/${process.pid}/${path.slice('/proc/self/'.length)}` : path
+}
