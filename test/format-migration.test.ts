@@ -55,6 +55,8 @@ t.test('a format-2 store opens, migrates and restores every checkpoint exactly',
   const root = tempRoot()
   const ws = path.join(root, 'ws'); const store = path.join(root, 'store'); const home = path.join(root, 'home')
   fs.cpSync(path.join(FIXTURE, 'ws'), ws, { recursive: true, verbatimSymlinks: true })
+  // git keeps no empty directory: the fixture's write-back left ws/empty, put it back
+  fs.mkdirSync(path.join(ws, 'empty'), { recursive: true })
   fs.mkdirSync(store); fs.mkdirSync(home)
   for (const d of ['meta', 'packs']) fs.cpSync(path.join(FIXTURE, d), path.join(store, d), { recursive: true })
   const env = { ...process.env, REWINDFS_HOME: home }
