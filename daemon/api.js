@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=api.js.map
