@@ -5,7 +5,7 @@
  * running bench), reached by one websocket client.
  *
  * Any build of rewindfs can serve it: `cli` is the path of that build's
- * dist/daemon/cli.js (default: this checkout's), so two builds can be
+ * the CLI of a build (default: this checkout's, see cliOf), so two builds can be
  * measured side by side in one run.
  */
 import fs from 'node:fs'
@@ -16,8 +16,18 @@ import { fileURLToPath } from 'node:url'
 import { RewindClient } from '../../client/client.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-/** this checkout's dist/daemon/cli.js */
-export const CLI = path.resolve(here, '../../daemon/cli.js')
+/** this checkout's CLI, dist/cli/main.js */
+export const CLI = path.resolve(here, '../../cli/main.js')
+
+/**
+ * The built CLI of a checkout: dist/cli/main.js, or dist/daemon/cli.js in
+ * builds from before the CLI moved to cli/ (so an older build can be
+ * measured beside this one).
+ */
+export function cliOf (checkout: string): string {
+  const now = path.join(checkout, 'dist/cli/main.js')
+  return fs.existsSync(now) ? now : path.join(checkout, 'dist/daemon/cli.js')
+}
 
 /** Makes a temporary directory named rewindfs-bench-<tag>-*. */
 export function tempRoot (tag: string): string {
@@ -61,7 +71,7 @@ export interface RewindMount {
 
 /** Options of mountRewind. */
 export interface MountOptions {
-  /** dist/daemon/cli.js of the build to run (default: this checkout's) */
+  /** the built CLI of the build to run (cliOf; default: this checkout's) */
   cli?: string
   /** fills the plain workspace directory before the mount */
   populate?: (dir: string) => void | Promise<void>

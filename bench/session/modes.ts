@@ -21,7 +21,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { mountRewind, tempRoot, isMounted, forceUnmount, alive, type RewindMount } from '../helpers/mount.js'
+import { cliOf, mountRewind, tempRoot, isMounted, forceUnmount, alive, type RewindMount } from '../helpers/mount.js'
 import { residentBytes } from '../helpers/machine.js'
 import { setupBtrfs, type Btrfs, type CleanupStack } from '../helpers/btrfs.js'
 
@@ -247,7 +247,7 @@ export function selectModes (cleanup: CleanupStack, o: { names?: string[], rewin
       case 'rewindfs-b': {
         if (!o.rewindfsB) throw new Error('mode rewindfs-b needs --rewindfs-b PATH (a second checkout or worktree, built)')
         const b = path.resolve(o.rewindfsB)
-        return rewindMode('rewindfs-b', path.join(b, 'dist/daemon/cli.js'), `rewindfs (build B: ${b}, ${commitOf(b)}), a mark after every step over one connection`)
+        return rewindMode('rewindfs-b', cliOf(b), `rewindfs (build B: ${b}, ${commitOf(b)}), a mark after every step over one connection`)
       }
       case 'git': return gitMode(false)
       case 'git -f': return gitMode(true)

@@ -28,7 +28,8 @@ export interface StepEnvOptions {
 export const UNIT_TESTS = ['dist/test/itable.test.js', 'dist/test/proto.test.js']
 
 const NPM_CI = 'npm ci --offline --no-audit --no-fund --loglevel=error'
-const TSC = 'node_modules/.bin/tsc -p tsconfig.json'
+/** the project's build: one project per folder (README "Layout") */
+const TSC = 'node_modules/.bin/tsc -b'
 
 /**
  * An editor's atomic save of five files: write `.name.swp` beside the file,
@@ -36,7 +37,7 @@ const TSC = 'node_modules/.bin/tsc -p tsconfig.json'
  */
 const ATOMIC_SAVE = `node -e '
 const fs = require("fs")
-for (const f of ["daemon/service.ts", "daemon/workspace.ts", "client/client.ts", "proto/messages.ts", "README.md"]) {
+for (const f of ["daemon/service.ts", "fs/workspace.ts", "client/client.ts", "proto/messages.ts", "README.md"]) {
   const text = fs.readFileSync(f, "utf8") + "\\n// edited by the bench session\\n"
   const tmp = f.replace(/[^/]+$/, n => "." + n + ".swp")
   const fd = fs.openSync(tmp, "w", fs.statSync(f).mode); fs.writeSync(fd, text); fs.fsyncSync(fd); fs.closeSync(fd)
@@ -54,13 +55,13 @@ export const STEPS: readonly Step[] = [
   { name: 'grep -rn', cmd: 'grep -rn --exclude-dir=node_modules --exclude-dir=.git --exclude-dir=dist checkpoint . | wc -l', quick: true },
   { name: 'find | wc', cmd: 'find . | wc -l', quick: true },
   { name: 'git status', cmd: 'git status --porcelain | wc -l', quick: true },
-  { name: 'sed -i edit', cmd: "sed -i 's/Result of `status`/Result of the `status` op/' proto/messages.ts && sed -i '1s/^/\\/\\/ bench\\n/' daemon/lower.ts fuse/adapter.ts", quick: true },
+  { name: 'sed -i edit', cmd: "sed -i 's/Result of `status`/Result of the `status` op/' proto/messages.ts && sed -i '1s/^/\\/\\/ bench\\n/' fs/lower.ts fuse/adapter.ts", quick: true },
   { name: 'atomic save x5', cmd: ATOMIC_SAVE, quick: true },
   { name: 'git diff', cmd: 'git diff | wc -l', quick: true },
   { name: 'tsc rebuild', cmd: TSC, quick: false },
   { name: 'unit tests (2 files)', cmd: `node_modules/.bin/tap --disable-coverage --allow-empty-coverage --jobs=1 --reporter=silent ${UNIT_TESTS.join(' ')}`, quick: false },
   { name: 'git commit -a', cmd: 'git add -A && git commit -q -m "bench: edits"', quick: true },
-  { name: 'git blame', cmd: 'git blame daemon/workspace.ts | wc -l', quick: true },
+  { name: 'git blame', cmd: 'git blame fs/workspace.ts | wc -l', quick: true },
   { name: 'git log -p', cmd: 'git log -p -20 | wc -l', quick: true },
   { name: 'cat sources', cmd: "git ls-files -z '*.ts' | xargs -0 cat | wc -c", quick: true },
   { name: 'ls -R dist', cmd: 'ls -laR dist | wc -l', quick: false },
