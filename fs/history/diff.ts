@@ -7,15 +7,15 @@
  * content is compared by block lists where both sides have them, by mtime and
  * then bytes otherwise (sameContent).
  */
-import type { BlockId, CheckpointId, Ino } from '../../base/types.js'
-import { type InodeRecord, S_IFMT, S_IFREG } from '../inode.js'
+import type { CheckpointId, Ino } from '../../base/types.js'
+import { type InodeRecord, S_IFMT } from '../inode.js'
 import type { LowerLayer } from '../lower.js'
 import { type TableNode, differences, loadDifferences, lookup, recordId } from '../itable.js'
 import type { Workspace } from '../workspace.js'
 import { TreeView } from '../tree.js'
 import type { DiffEntry } from '../../proto/messages.js'
 import type { Generations } from './generations.js'
-import { sameContent } from './same-content.js'
+import { sameContent, sameLower } from './same-content.js'
 
 /**
  * Differences between two checkpoints (or a checkpoint and the live
@@ -65,7 +65,7 @@ export async function diffTables (g: Generations, ws: Workspace, ta: TableNode, 
     if (sameRecord(ws.lower, x, y) && !(isDir && (below.has(x.ino) || below.has(y.ino)))) return
     if ((x.mode & S_IFMT) !== (y.mode & S_IFMT)) { out.push({ path: p || '/', change: 'type' }); return }
     if (!isDir) {
-      if (!sameContent(ws, x, y, false, live, sameLower)) out.push({ path: p, change: 'modified' })
+      if (!sameContent(ws, x, y, false, live)) out.push({ path: p, change: 'modified' })
       else if (!sameMeta(x, y)) out.push({ path: p, change: 'meta' })
       return
     }
@@ -92,32 +92,6 @@ function sameRecord (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean
     (x.mode & S_IFMT) === (y.mode & S_IFMT) && x.size === y.size && sameMeta(x, y) && sameLower(lower, x, y)
 }
 
-/**
- * True when two lower references (file content or a directory's listing)
- * name the same thing. References of one mount session do when they name
- * one path. Every mount session reads the directory as a new lower layer,
- * so after an unmount and a remount the same unchanged file is `{s: 1, p}`
- * in the old records and `{s: 2, p}` in the new ones. Two sessions' references
- * to one path name the same thing when no write-back changed the path in
- * between: write-back freezes a path before it changes it (for every
- * session up to its own, fs/writeback.ts), so that is when both resolve
- * to the same frozen copy, or both to the directory as it is now
- * (LowerLayer.frozenFor). For files one more condition: the two records
- * agree on mtime or on ctime (write-back that sets only a file's attributes
- * changes its ctime; when the mtime was changed too, a file with the same
- * bytes is reported modified: the references cannot tell). Edits made to the directory while it was not mounted
- * are outside what rewindfs versions: both references then read the edited
- * bytes, the old ones are gone. Through this rule such an edit shows as
- * changed content (a size that differs always does), unless it set the mtime
- * back too; then only what else differs (mode, owner, ...) shows.
- */
-function sameLower (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean {
-  const a = x.lower!; const b = y.lower!
-  if (a.p !== b.p) return false
-  if (a.s === b.s) return true
-  if (lower.frozenFor(a) !== lower.frozenFor(b)) return false
-  return (x.mode & S_IFMT) !== S_IFREG || x.mtime === y.mtime || x.ctime === y.ctime
-}
 
 /** Same attributes for diff: atime is left out (reading the lower layer can move it; it is restored all the same). */
 function sameMeta (x: InodeRecord, y: InodeRecord): boolean {

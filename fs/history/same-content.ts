@@ -34,12 +34,9 @@ const COMPARE_CHUNK = 1 << 20
 /**
  * Content of two non-directory records: the bytes of files, the target of
  * symlinks, the device number of devices. `xLive`/`yLive` say whether a
- * record is of the live state (its unsealed writes count). `sameLower` is
- * generations' test that two lower references name the same unchanged
- * lower entry.
+ * record is of the live state (its unsealed writes count).
  */
-export function sameContent (ws: Workspace, x: InodeRecord, y: InodeRecord, xLive: boolean, yLive: boolean,
-  sameLower: (lower: LowerLayer, x: InodeRecord, y: InodeRecord) => boolean): boolean {
+export function sameContent (ws: Workspace, x: InodeRecord, y: InodeRecord, xLive: boolean, yLive: boolean): boolean {
   if (x.size !== y.size || x.target !== y.target || x.rdev !== y.rdev) return false
   if ((x.mode & S_IFMT) !== S_IFREG) return true
   const xd = xLive ? ws.hasUnsealedWrites(x) : false
@@ -48,10 +45,36 @@ export function sameContent (ws: Workspace, x: InodeRecord, y: InodeRecord, xLiv
   if (x.size === 0) return true
   const bx = blocksOf(ws.lower, x); const by = blocksOf(ws.lower, y)
   if (bx && by && !xd && !yd) return sameBlocks(ws, x, y, bx, by)
-  const a = Buffer.allocUnsafe(Math.min(COMPARE_CHUNK, x.size)); const b = Buffer.allocUnsafe(a.length)
+  const ranges: Array<[number, number]> = []
+  for (let pos = 0; pos < x.size; pos += COMPARE_CHUNK) ranges.push([pos, Math.min(COMPARE_CHUNK, x.size - pos)])
+  return sameBytes(ws, x, y, ranges, xd, yd)
+}
+
+/** Two block lists of files of one size: the blocks whose ids differ are compared byte for byte. */
+function sameBlocks (ws: Workspace, x: InodeRecord, y: InodeRecord, bx: BlockList, by: BlockList): boolean {
+  if (bx.equals(by)) return true
+  const differ = new Set<number>()
+  for (const [k, id] of bx.entries()) if (by.get(k) !== id) differ.add(k)
+  for (const [k, id] of by.entries()) if (bx.get(k) !== id) differ.add(k)
+  const ranges: Array<[number, number]> = []
+  for (const k of differ) {
+    const pos = k * BLOCK_SIZE
+    const n = Math.min(BLOCK_SIZE, x.size - pos)
+    if (n > 0) ranges.push([pos, n])
+  }
+  return sameBytes(ws, x, y, ranges, false, false)
+}
+
+/**
+ * True when `x` and `y` hold the same bytes in every range [pos, length]
+ * (bytes); stops at the first difference. `xd`/`yd`: read unsealed writes of
+ * the live record. A record that cannot be read counts as different.
+ */
+function sameBytes (ws: Workspace, x: InodeRecord, y: InodeRecord, ranges: Array<[number, number]>, xd: boolean, yd: boolean): boolean {
+  const max = ranges.reduce((m, r) => Math.max(m, r[1]), 0)
+  const a = Buffer.allocUnsafe(max); const b = Buffer.allocUnsafe(max)
   try {
-    for (let pos = 0; pos < x.size; pos += a.length) {
-      const n = Math.min(a.length, x.size - pos)
+    for (const [pos, n] of ranges) {
       ws.readRecord(x, a, n, pos, xd)
       ws.readRecord(y, b, n, pos, yd)
       if (!a.subarray(0, n).equals(b.subarray(0, n))) return false
@@ -62,33 +85,37 @@ export function sameContent (ws: Workspace, x: InodeRecord, y: InodeRecord, xLiv
   return true
 }
 
-/** Two block lists of files of one size: the blocks whose ids differ are compared byte for byte. */
-function sameBlocks (ws: Workspace, x: InodeRecord, y: InodeRecord, bx: BlockList, by: BlockList): boolean {
-  if (bx.equals(by)) return true
-  const differ = new Set<number>()
-  for (const [k, id] of bx.entries()) if (by.get(k) !== id) differ.add(k)
-  for (const [k, id] of by.entries()) if (bx.get(k) !== id) differ.add(k)
-  const a = Buffer.allocUnsafe(BLOCK_SIZE); const b = Buffer.allocUnsafe(BLOCK_SIZE)
-  try {
-    for (const k of differ) {
-      const pos = k * BLOCK_SIZE
-      const n = Math.min(BLOCK_SIZE, x.size - pos)
-      if (n <= 0) continue
-      ws.readRecord(x, a, n, pos, false)
-      ws.readRecord(y, b, n, pos, false)
-      if (!a.subarray(0, n).equals(b.subarray(0, n))) return false
-    }
-  } catch {
-    return false
-  }
-  return true
-}
-
-
 /** The block list of a file record: its own, the frozen copy its lower reference resolves to, or undefined (a lower file). */
 function blocksOf (lower: LowerLayer, r: InodeRecord): BlockList | undefined {
   if (r.blocks) return r.blocks
   if (!r.lower) return BlockList.empty()
   const f = lower.frozenFor(r.lower)?.blocks
   return f ? frozenBlocks(f) : undefined
+}
+
+/**
+ * True when two lower references (file content or a directory's listing)
+ * name the same thing. References of one mount session do when they name
+ * one path. Every mount session reads the directory as a new lower layer,
+ * so after an unmount and a remount the same unchanged file is `{s: 1, p}`
+ * in the old records and `{s: 2, p}` in the new ones. Two sessions' references
+ * to one path name the same thing when no write-back changed the path in
+ * between: write-back freezes a path before it changes it (for every
+ * session up to its own, fs/writeback.ts), so that is when both resolve
+ * to the same frozen copy, or both to the directory as it is now
+ * (LowerLayer.frozenFor). For files one more condition: the two records
+ * agree on mtime or on ctime (write-back that sets only a file's attributes
+ * changes its ctime; when the mtime was changed too, a file with the same
+ * bytes is reported modified: the references cannot tell). Edits made to the directory while it was not mounted
+ * are outside what rewindfs versions: both references then read the edited
+ * bytes, the old ones are gone. Through this rule such an edit shows as
+ * changed content (a size that differs always does), unless it set the mtime
+ * back too; then only what else differs (mode, owner, ...) shows.
+ */
+export function sameLower (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean {
+  const a = x.lower!; const b = y.lower!
+  if (a.p !== b.p) return false
+  if (a.s === b.s) return true
+  if (lower.frozenFor(a) !== lower.frozenFor(b)) return false
+  return (x.mode & S_IFMT) !== S_IFREG || x.mtime === y.mtime || x.ctime === y.ctime
 }
