@@ -28,11 +28,23 @@ function seed (dir: string): void {
   fs.symlinkSync('src/keep.txt', path.join(dir, 'ln'))
 }
 
-t.test('write-back makes the directory what the workspace showed', async t => {
+/** A seeded directory, its manifest before the mount, and a workspace over it. */
+async function seeded (t: Parameters<typeof tempRoot>[0]): Promise<{ lowerDir: string, before: unknown } & Awaited<ReturnType<typeof open>>> {
   const { root, lowerDir } = tempRoot(t, 'rewindfs-wbu-')
   seed(lowerDir)
   const before = manifestOf(lowerDir)
-  const { ws, gens, db, blocks, close } = await open(root, lowerDir)
+  return { lowerDir, before, ...await open(root, lowerDir) }
+}
+
+/** Runs write-back of the workspace into its directory (apply false: a discarding unmount). */
+async function writeBackInto (o: Awaited<ReturnType<typeof seeded>>, apply = true): ReturnType<typeof writeBack> {
+  const dirFd = fs.openSync(o.lowerDir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
+  try { return await writeBack({ ws: o.ws, gens: o.gens, db: o.db, blocks: o.blocks, dir: o.lowerDir, dirFd, log: () => {}, apply }) } finally { fs.closeSync(dirFd) }
+}
+
+t.test('write-back makes the directory what the workspace showed', async t => {
+  const o = await seeded(t)
+  const { lowerDir, before, ws, gens, close } = o
   write(ws, '/src/edit.txt', 'after, and longer\n')
   ws.unlink('/gone.txt')
   ws.rmdir('/old-empty')
@@ -47,10 +59,7 @@ t.test('write-back makes the directory what the workspace showed', async t => {
   await gens.mark(ws, { label: 'final' })
   t.same(manifestOf(lowerDir), before, 'nothing reached the directory before write-back')
 
-  const dirFd = fs.openSync(lowerDir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
-  const logs: string[] = []
-  const r = await writeBack({ ws, gens, db, blocks, dir: lowerDir, dirFd, log: m => logs.push(m) })
-  fs.closeSync(dirFd)
+  const r = await writeBackInto(o)
   t.same(r.errors, [], 'no errors')
   t.ok(r.written > 0 && r.removed >= 2, `paths written (${r.written}) and removed (${r.removed})`)
 
@@ -72,16 +81,12 @@ t.test('write-back makes the directory what the workspace showed', async t => {
 })
 
 t.test('a discarding unmount (apply: false) changes nothing in the directory', async t => {
-  const { root, lowerDir } = tempRoot(t, 'rewindfs-wbu-')
-  seed(lowerDir)
-  const before = manifestOf(lowerDir)
-  const { ws, gens, db, blocks, close } = await open(root, lowerDir)
+  const o = await seeded(t)
+  const { lowerDir, before, ws, gens, close } = o
   write(ws, '/src/edit.txt', 'discarded\n')
   ws.unlink('/gone.txt')
   await gens.mark(ws, {})
-  const dirFd = fs.openSync(lowerDir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
-  const r = await writeBack({ ws, gens, db, blocks, dir: lowerDir, dirFd, log: () => {}, apply: false })
-  fs.closeSync(dirFd)
+  const r = await writeBackInto(o, false)
   t.same(r.errors, [])
   t.equal(r.written, 0, 'nothing written')
   t.same(manifestOf(lowerDir), before, 'the directory is as it was')
