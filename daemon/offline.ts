@@ -45,11 +45,7 @@ export async function withStoppedStore<T> (store: string, fn: (g: Generations) =
 
 /** Checkpoints of a stopped store, newest first (as the protocol's `log`), how many there are in all, and the head and branch the next mount goes on from. */
 export async function logStopped (store: string, req: { branch?: string, limit?: number }): Promise<{ list: CheckpointInfo[], total: number, head: number | null, branch: string }> {
-  return await withStoppedStore(store, async g => {
-    const all = [...g.checkpoints.values()].filter(c => req.branch === undefined || c.branch === req.branch)
-    all.sort((a, b) => b.id - a.id)
-    return { list: all.slice(0, req.limit ?? 100).map(c => g.info(c)), total: g.checkpoints.size, head: g.state.head, branch: g.state.branch }
-  })
+  return await withStoppedStore(store, async g => ({ list: g.log(req), total: g.checkpoints.size, head: g.state.head, branch: g.state.branch }))
 }
 
 /** Pins (or unpins) checkpoint `id` of a stopped store, durably. Unknown id → ApiError E_UNKNOWN_CHECKPOINT. */
