@@ -144,15 +144,12 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     const base = applyChanges(emptyTable(), new Map([[ROOT_INO, rootOfLower(lower)]]))
     ws = new Workspace({ blocks, lower, base, nextIno: state.nextIno })
     gens.inodes = 1
-    if (state.head !== null) {
-      // a remount after a clean unmount starts a new branch from the
-      // directory's content; its first checkpoint follows the last one of
-      // the previous session (the state the write-back left), so history,
-      // candidates and gc's lineage go on across sessions
-      const name = `b${state.nextBranch++}`
-      gens.branches.set(name, { name, base: state.head, head: null, created: Date.now() })
-      state.branch = name
-    }
+    // a remount after a clean unmount continues the current branch: its
+    // "mount" checkpoint follows the last one of the previous session (the
+    // state the write-back left), holding whatever was edited in the
+    // directory in between (nothing, when it is unchanged), so history,
+    // candidates and gc's lineage go on across sessions. Only a restore
+    // starts a branch (DECISIONS.md "A remount continues the branch").
   }
 
   const live = ws

@@ -34,3 +34,25 @@ t.test('log marks the head and branch; counts say what they count', async t => {
   t.match(log.stdout, /^on branch b1, at #\d+ \(\*\) \(not mounted: the next mount goes on from there\)/, `a stopped store says the same: ${log.stdout}`)
   t.match(log.stdout, /^\* #\d+ .*unmount$/m, 'the unmount checkpoint is the head')
 })
+
+t.test('a remount continues the branch it left', async t => {
+  const m = await mountWorkspace(t, dir => fs.writeFileSync(path.join(dir, 'a'), 'a\n'))
+  fs.writeFileSync(path.join(m.dir, 'a'), 'b\n')
+  const two = await m.client.mark({ label: 'two' })
+  await m.client.restore({ id: 1 })
+  const branch = (await m.client.status()).branch
+  t.not(branch, 'main', `a restore starts a branch (${branch})`)
+  await m.unmount()
+  const last = (await m.cli(['log', '--json']))
+  const head = JSON.parse(last.stdout)[0]
+  await m.remount()
+  const after = await m.client.log({})
+  const mount = after[0]
+  t.equal(mount.label, 'mount', 'the remount made its checkpoint')
+  t.equal(mount.branch, branch, 'on the branch the unmount left (the directory is unchanged)')
+  t.equal(mount.parent, head.id, `after the last checkpoint of that session (#${head.id})`)
+  t.equal((await m.client.status()).branch, branch, 'and the workspace goes on on it')
+  t.equal(new Set(after.map(c => c.branch)).size, 2, `no branch but main and ${branch} (${two.branch} held #${two.id})`)
+  const log = await m.cli(['log'])
+  t.match(log.stdout, new RegExp(`^on branch ${branch}, at #${mount.id} \\(\\*\\)`), 'log says so')
+})
