@@ -165,9 +165,10 @@ export function program (): Command {
     .option('--store <dir>', 'store directory (default: under $REWINDFS_HOME, /var/lib/rewindfs for root)')
     .option('--foreground', 'run the daemon in this process (logs to stderr) instead of in the background')
     .option('--port <n>', 'loopback TCP port for the protocol, 0..65535 (default 0: any free port)', parsePort)
+    .option('--socket <path>', 'serve the protocol on this unix socket instead of TCP (mode 0600; under sudo owned by the user who ran sudo)', (v: string) => path.resolve(v))
     .option('--reserve <size>', 'space kept free on the store\'s filesystem for checkpoints; new data is refused with ENOSPC below it (e.g. 64MB, 1GB; default $REWINDFS_RESERVE or 64MB)', parseSize)
     .addHelpText('after', '\nExample:\n  rewindfs mount ~/project && cd ~/project && rewindfs checkpoint -m "before refactor"')
-    .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number, reserve?: number }) => {
+    .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number, socket?: string, reserve?: number }) => {
       let abs = path.resolve(dir)
       try {
         if (!fs.statSync(dir).isDirectory()) throw new CliError(`${dir} is not a directory: rewindfs mounts a directory (mkdir a new one, or give the folder that holds your files)`)
@@ -191,7 +192,7 @@ export function program (): Command {
       const cwdBefore = realCwd()
       if (o.foreground) {
         guardStdio()
-        const d = await startDaemon({ dir: abs, store, port: o.port, reserve: o.reserve ?? envReserve(), log: safeLog(2) })
+        const d = await startDaemon({ dir: abs, store, port: o.port, socket: o.socket, reserve: o.reserve ?? envReserve(), log: safeLog(2) })
         console.error(`rewindfs: ${abs} mounted (store ${store}); Ctrl-C unmounts and writes the final state back`)
         armStop(d)
         warnCwdBelow(abs, cwdBefore)
@@ -207,6 +208,7 @@ export function program (): Command {
       // fd 3: the start channel, a pipe on which the daemon also says what it logs until it is ready
       const args = [path.join(here, 'main.js'), 'daemon', abs, '--store', store, '--start-fd', '3']
       if (o.port !== undefined) args.push('--port', String(o.port))
+      if (o.socket !== undefined) args.push('--socket', o.socket)
       if (o.reserve !== undefined) args.push('--reserve', String(o.reserve))
       const logStart = fs.fstatSync(out).size
       const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out, 'pipe'] })
@@ -227,9 +229,10 @@ export function program (): Command {
     })
 
   p.command('daemon', { hidden: true }).argument('<dir>').requiredOption('--store <dir>').option('--port <n>', '', parsePort)
+    .option('--socket <path>', '', (v: string) => path.resolve(v))
     .option('--reserve <size>', '', parseSize)
     .option('--start-fd <n>', 'a pipe to the CLI that started it: what it logs until it is ready goes there too', v => Number(v))
-    .action(async (dir: string, o: { store: string, port?: number, reserve?: number, startFd?: number }) => {
+    .action(async (dir: string, o: { store: string, port?: number, socket?: string, reserve?: number, startFd?: number }) => {
       // stderr is daemon.log in the store: a write that fails there (full disk) must not end the daemon
       guardStdio()
       const channel = startChannel(o.startFd)
@@ -237,7 +240,7 @@ export function program (): Command {
       let d
       try {
         register(path.resolve(dir), path.resolve(o.store))
-        d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port, reserve: o.reserve ?? envReserve(), log })
+        d = await startDaemon({ dir: path.resolve(dir), store: path.resolve(o.store), port: o.port, socket: o.socket, reserve: o.reserve ?? envReserve(), log })
       } catch (e: any) {
         // startDaemon unmounted what it mounted; exit now, whatever handles the binding still holds
         log(`rewindfs: ${e?.message ?? e}`)
