@@ -327,6 +327,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const abandon = async (mounted: boolean): Promise<void> => {
     phase = 'CLOSED'
     if (mounted) await fuse.unmount().catch(async () => await run('fusermount', ['-uz', o.dir]).catch(() => {}))
+    if (published !== null) await unpublishConnection(published).catch(() => {})
     await server?.close().catch(() => {})
     ws.close()
     try { fs.closeSync(dirFd) } catch {}
@@ -353,19 +354,21 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     state.mounted = true
     if (!resumed) await gens.mark(ws, { label: 'mount' })
     else await gens.saveState(ws)
+    // served from here on: a client that finds the files below (or polls for daemon.json) can use it at once
+    ready = true
     const info = { port: server.port, socket: server.socketPath, pid: process.pid, workspace: o.dir }
-    await writeConnectionFile(o.store, info)
+    // discovery's files first: the CLI's mount returns once daemon.json exists, and clients may look them up at once
     try {
       published = await publishConnection({ info, store: o.store, token, access })
     } catch (e) {
       log(`rewindfs: warning: clients cannot find this daemon from the workspace path (${(e as Error).message}); they can still connect with the store directory ${o.store}`)
     }
+    await writeConnectionFile(o.store, info)
   } catch (e) {
     // nothing was written back and DIR is as it was: unmount, so no mount is left without its daemon
     await abandon(mounted)
     throw e
   }
-  ready = true
   stopWatch = watchMount(o.dir, unmountedOutside)
   return { closed, shutdown }
 }
