@@ -19,6 +19,8 @@ import { RewindClient } from '../client/client.js'
 const run = promisify(execFile)
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const CLIENT = path.join(ROOT, 'dist/client/client.js')
+/** Debian's interpreter, which sees python3-websockets and python3-msgpack. */
+const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
 
 /** Runs the TypeScript client as `uid` (same gid, no groups): connect by workspace path, print status. */
 async function statusAs (uid: number, from: string, runtime: string): Promise<{ code: number, out: string }> {
@@ -73,6 +75,13 @@ t.test('sudo mount on a unix socket: the user who mounted finds and reaches the 
   const other = await statusAs(65533, m.dir, m.runtime)
   t.equal(other.code, 3, 'another user cannot')
   t.match(other.out, /cannot read the connection file/, `and is told why: ${other.out.trim()}`)
+  // the Python package's discovery, as both users
+  const py = async (uid: number): Promise<string> => await run('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', PYTHON, '-c',
+    'import sys, rewindfs\ntry:\n  c = rewindfs.Client.connect(workspace=sys.argv[1], timeout=10)\n  print(c.status()["workspace"]); c.close()\nexcept rewindfs.RewindError as e:\n  print(e.code, e.message)', path.join(m.dir, 'src')],
+  { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', REWINDFS_RUNTIME_DIR: m.runtime, PYTHONPATH: path.join(ROOT, 'client/python'), PYTHONDONTWRITEBYTECODE: '1' }, timeout: 60000 })
+    .then(r => r.stdout.trim(), (e: any) => `FAILED ${e.stdout ?? ''}${e.stderr ?? ''}`)
+  t.equal(await py(65534), m.dir, 'the Python client of the user who mounted finds the daemon and connects')
+  t.match(await py(65533), /^E_DISCOVERY cannot read the connection file/, 'another user\'s Python client cannot, and is told why')
   // nor reach the socket with a token it guessed
   const raw = await run('setpriv', ['--reuid=65533', '--regid=65533', '--clear-groups', process.execPath, '-e',
     `require('net').connect(${JSON.stringify(sock)}).on('connect',()=>{console.log('connected');process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(0)})`]).then(r => r.stdout.trim())
