@@ -41,7 +41,8 @@ import { manifestDiff } from '../scripts/manifest.js'
 import type { RewindClient } from '../client/client.js'
 
 const SECONDS = Number(process.env.REWINDFS_SOAK_SECONDS ?? 30)
-const RESTORE_EVERY_MS = Number(process.env.REWINDFS_SOAK_RESTORE_MS ?? 30000)
+/** a restore every 30 s, or three in a shorter run (npm test's 30 s) */
+const RESTORE_EVERY_MS = Number(process.env.REWINDFS_SOAK_RESTORE_MS ?? Math.min(30000, SECONDS * 1000 / 4))
 const sleep = async (ms: number): Promise<void> => await new Promise(resolve => setTimeout(resolve, ms))
 
 /** Bash loops run in the mount; `$OPS` is a file outside it where each writes its count of rounds. */
@@ -277,7 +278,8 @@ t.test(`soak: ${SECONDS} s of tools with a checkpoint a second and a restore eve
 
   t.same(failures, [], 'every checkpoint read back, restored and exported holds what the workspace held when it was marked')
   t.equal(v.code, 0, `verify is clean: ${v.out.trim().split('\n').slice(-3).join(' / ')}`)
-  t.ok(ids.length >= Math.floor(SECONDS / 4), `checkpoints were made (${ids.length})`)
+  t.ok(ids.length >= 3, `checkpoints were made (${ids.length})`)
+  t.ok(SECONDS < 60 || restores > 0, `restores were made (${restores})`)
   t.ok(checked + exported > 0, 'checkpoints were checked')
   t.comment(`soak: ${Math.round(ran)} s, ${ids.length} checkpoints (mark p50 ${pct(markMs, 0.5).toFixed(0)} ms, p99 ${pct(markMs, 0.99).toFixed(0)} ms), ` +
     `${restores} restores (p50 ${pct(restoreMs, 0.5).toFixed(0)} ms, exact ${restores - failures.filter(f => f.startsWith('after restore')).length}/${restores}), ` +
