@@ -45,29 +45,29 @@ const SECONDS = Number(process.env.REWINDFS_SOAK_SECONDS ?? 30)
 const RESTORE_EVERY_MS = Number(process.env.REWINDFS_SOAK_RESTORE_MS ?? Math.min(30000, SECONDS * 1000 / 4))
 const sleep = async (ms: number): Promise<void> => await new Promise(resolve => setTimeout(resolve, ms))
 
-/** Bash loops run in the mount; `$OPS` is a file outside it where each writes its count of rounds. */
+/** Bash loops run in the mount; `$OPS` is a file outside it where each writes its count of rounds (renamed into place: a kill between truncate and write would leave it empty). */
 const WRITERS: Record<string, string> = {
   editor: `i=0; while :; do i=$((i+1)); n=$((RANDOM % 40))
     printf 'line %s of save %s\\n' $RANDOM $i > src/.f$n.tmp && mv src/.f$n.tmp src/f$n.txt
     sed -i "s/line [0-9]*/line $RANDOM/" src/f$((RANDOM % 40)).txt 2>/dev/null
     echo "edit $i" >> edit.log; [ $((i % 200)) -eq 0 ] && : > edit.log
-    echo $i > "$OPS"; sleep 0.02; done`,
+    echo $i > "$OPS.new" && mv "$OPS.new" "$OPS"; sleep 0.02; done`,
   git: `i=0; while :; do i=$((i+1))
     echo "change $i $RANDOM" >> repo/notes.md; printf 'v%s\\n' $RANDOM > repo/src/m$((RANDOM % 20)).c
     (cd repo && { git add -A && git commit -q -m "commit $i"; } >/dev/null 2>&1 || rm -f .git/index.lock)
     [ $((i % 60)) -eq 0 ] && (cd repo && git gc -q --prune=now >/dev/null 2>&1)
-    echo $i > "$OPS"; sleep 0.05; done`,
+    echo $i > "$OPS.new" && mv "$OPS.new" "$OPS"; sleep 0.05; done`,
   build: `i=0; while :; do i=$((i+1))
     rm -rf build && mkdir -p build/out && cp -r src build/ && tar cf build/out/src.tar build/src 2>/dev/null
     dd if=/dev/urandom of=data.bin bs=4096 count=$((RANDOM % 8 + 1)) seek=$((RANDOM % 600)) conv=notrunc status=none
     [ $((i % 25)) -eq 0 ] && truncate -s $(( (RANDOM % 600) * 4096 )) data.bin
     chmod $([ $((i % 2)) -eq 0 ] && echo 755 || echo 644) build/out/src.tar
     ln -sfn "out/src.tar" build/latest
-    echo $i > "$OPS"; sleep 0.05; done`,
+    echo $i > "$OPS.new" && mv "$OPS.new" "$OPS"; sleep 0.05; done`,
   sqlite: `i=0; while :; do i=$((i+1))
     sqlite3 db/app.sqlite "PRAGMA journal_mode=WAL; CREATE TABLE IF NOT EXISTS t(k INTEGER PRIMARY KEY, v TEXT); INSERT INTO t(v) VALUES (hex(randomblob(200)));" >/dev/null 2>&1
     [ $((i % 10)) -eq 0 ] && sqlite3 db/app.sqlite "DELETE FROM t WHERE k % 3 = 0;" >/dev/null 2>&1
-    echo $i > "$OPS"; sleep 0.05; done`
+    echo $i > "$OPS.new" && mv "$OPS.new" "$OPS"; sleep 0.05; done`
 }
 const READERS: Record<string, string> = {
   find: 'while :; do find . -type f -exec cat {} + > /dev/null 2>&1; sleep 0.2; done',
