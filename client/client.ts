@@ -118,9 +118,16 @@ export class RewindClient {
     return this.call('mark', args, o)
   }
 
-  /** Restore checkpoint `id` exactly; unknown id → RewindError E_UNKNOWN_CHECKPOINT and nothing changes. */
-  restore (args: { id: CheckpointId }, o?: CallOptions): Promise<RestoreInfo> {
-    return this.call('restore', { checkpoint: args.id }, o)
+  /**
+   * Restore checkpoint `id` exactly; unknown id → RewindError E_UNKNOWN_CHECKPOINT and nothing changes.
+   * `paths`: only those files or subtrees, on the current branch, as a new checkpoint (RestoreInfo.result);
+   * `dryRun`: what would change (RestoreInfo.changes), nothing changed.
+   */
+  restore (args: { id: CheckpointId; paths?: string[]; dryRun?: boolean }, o?: CallOptions): Promise<RestoreInfo> {
+    const a: { checkpoint: CheckpointId; paths?: string[]; dryRun?: boolean } = { checkpoint: args.id }
+    if (args.paths !== undefined) a.paths = args.paths
+    if (args.dryRun !== undefined) a.dryRun = args.dryRun
+    return this.call('restore', a, o)
   }
 
   /** Checkpoints newest first; all branches unless `branch`; at most `limit` (default 100 in the daemon). */

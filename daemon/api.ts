@@ -14,8 +14,12 @@ export interface RewindApi {
   status(): Promise<StatusInfo>
   /** Seal the current generation as a checkpoint. context: any JSON value stored with it; meta: segment metadata. */
   mark(req: { label?: string; context?: unknown; meta?: unknown }): Promise<CheckpointInfo>
-  /** Restore checkpoint `id` exactly; unknown id → E_UNKNOWN_CHECKPOINT and nothing changes. */
-  restore(req: { id: CheckpointId }): Promise<RestoreInfo>
+  /**
+   * Restore checkpoint `id` exactly; unknown id → E_UNKNOWN_CHECKPOINT and nothing changes.
+   * With `paths`: only those files or subtrees, on the current branch, as a new checkpoint
+   * (fs/history/selective.ts). `dryRun`: say what would change (RestoreInfo.changes), change nothing.
+   */
+  restore(req: { id: CheckpointId; paths?: string[]; dryRun?: boolean }): Promise<RestoreInfo>
   /** Checkpoints newest first; all branches unless `branch` is given; at most `limit` (default 100). */
   log(req: { branch?: string; limit?: number }): Promise<CheckpointInfo[]>
   /** Differences from checkpoint `a` to checkpoint `b` (or to the live workspace when b is absent). */

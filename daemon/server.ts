@@ -203,8 +203,8 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
         return r
       }
       case 'restore': {
-        const r = await api.restore({ id: req.checkpoint })
-        if (autoEvents) broadcast({ event: 'restore', restore: r })
+        const r = await api.restore(opt({ id: req.checkpoint, paths: req.paths, dryRun: req.dryRun }))
+        if (autoEvents && r.dryRun !== true) broadcast({ event: 'restore', restore: r })
         return r
       }
       case 'log': return await api.log(opt({ branch: req.branch, limit: req.limit }))

@@ -72,8 +72,11 @@ export class Service implements RewindApi {
     return await this.d.generations.mark(this.d.workspace, req)
   }
 
-  async restore (req: { id: CheckpointId }): Promise<RestoreInfo> {
-    return await this.d.generations.restore(this.d.workspace, req.id, this.d.invalidate)
+  async restore (req: { id: CheckpointId, paths?: string[], dryRun?: boolean }): Promise<RestoreInfo> {
+    const g = this.d.generations
+    if (req.paths !== undefined) return await g.restorePaths(this.d.workspace, req.id, req.paths.map(path => ({ path })), this.d.invalidate, { dryRun: req.dryRun === true })
+    if (req.dryRun === true) return await g.restorePreview(this.d.workspace, req.id)
+    return await g.restore(this.d.workspace, req.id, this.d.invalidate)
   }
 
   async log (req: { branch?: string, limit?: number }): Promise<CheckpointInfo[]> {

@@ -53,6 +53,14 @@ export interface RestoreInfo {
   ms: number
   /** the checkpoint ("before restore to N") that keeps the unsaved changes the restore replaced, or null when there were none */
   saved: CheckpointId | null
+  /** restore with `paths` only: the paths restored (normalised; one below another restored path is left out, the ancestor covers it) */
+  paths?: string[]
+  /** restore with `paths` only: true when nothing was changed (`dryRun` asked) */
+  dryRun?: boolean
+  /** restore with `paths` only: what differs at those paths, from the workspace before to the checkpoint, as diff lists it (what the restore changes, or would) */
+  changes?: DiffEntry[]
+  /** restore with `paths` only: the new checkpoint on the current branch holding the result, or null (dry run, or nothing differed) */
+  result?: CheckpointId | null
 }
 
 /** Kinds of change in a diff. */
@@ -218,7 +226,7 @@ export interface OpArgs {
   hello: { client?: string }
   status: Record<never, never>
   mark: { label?: string; context?: unknown; meta?: unknown }
-  restore: { checkpoint: CheckpointId }
+  restore: { checkpoint: CheckpointId; paths?: string[]; dryRun?: boolean }
   log: { branch?: string; limit?: number }
   diff: { a: CheckpointId; b?: CheckpointId }
   stat: { checkpoint?: CheckpointId; path: string }

@@ -22,6 +22,7 @@ import { type MarkRequest, sealCheckpoint, syncLive } from './checkpoint.js'
 import { restoreCheckpoint } from './restore.js'
 import { type RestoreIntent, RESTORE_INTENT, completeInterruptedRestore } from './journal.js'
 import { diffCheckpoints } from './diff.js'
+import { type RestorePath, type RestorePathsOptions, normaliseRestorePaths, restorePaths } from './selective.js'
 
 export type { BranchRecord, CheckpointRecord, StoreState } from './records.js'
 export type { RestoreIntent } from './journal.js'
@@ -209,6 +210,29 @@ export class Generations implements TableSource {
   restore (ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<RestoreInfo> {
     try { this.checkpoint(id) } catch (e) { return Promise.reject(e) }
     return this.mutex.run(async () => await restoreCheckpoint(this, ws, id, invalidate))
+  }
+
+  /**
+   * Selective restore (selective.ts restorePaths): only `items` go back as
+   * at checkpoint `id`, on the current branch, as a new checkpoint. A dry
+   * run changes nothing and takes no turn in the one-at-a-time order.
+   */
+  restorePaths (ws: Workspace, id: CheckpointId, items: RestorePath[], invalidate: (plan: InvalidationPlan) => Promise<void>, o: RestorePathsOptions = {}): Promise<RestoreInfo> {
+    try { this.checkpoint(id); normaliseRestorePaths(items) } catch (e) { return Promise.reject(e) }
+    if (o.dryRun === true) return restorePaths(this, ws, id, items, invalidate, o)
+    return this.mutex.run(async () => await restorePaths(this, ws, id, items, invalidate, o))
+  }
+
+  /**
+   * What a full restore of `id` would change, changing nothing: diff from
+   * the live state to checkpoint `id` (diff(id) with added and deleted
+   * swapped). Unknown id → E_UNKNOWN_CHECKPOINT.
+   */
+  async restorePreview (ws: Workspace, id: CheckpointId): Promise<RestoreInfo> {
+    const t0 = performance.now()
+    const d = await diffCheckpoints(this, ws, id)
+    const changes = d.map(e => ({ path: e.path, change: e.change === 'added' ? 'deleted' as const : e.change === 'deleted' ? 'added' as const : e.change }))
+    return { checkpoint: id, branch: this.state.branch, changed: changes.length, ms: performance.now() - t0, saved: null, dryRun: true, changes, result: null }
   }
 
   /** Differences from checkpoint `a` to `b`, or to the live state when b is absent (diff.ts). */
