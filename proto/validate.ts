@@ -33,7 +33,7 @@ export const MAX_RUN_LENGTH = 200
 /** Most paths in one request's `paths` (restore). */
 export const MAX_PATHS = 10000
 
-/** Largest `length` of read, bytes (16 MiB, daemon/api.ts). */
+/** Largest `length` of read, bytes (16 MiB); also the daemon's default when a read gives no length. */
 export const MAX_READ_LENGTH = 16 * 1024 * 1024
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER
