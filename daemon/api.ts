@@ -5,9 +5,9 @@
  * shapes, defined once in proto/messages.ts.
  */
 import type { CheckpointId } from '../base/types.js'
-import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo } from '../proto/messages.js'
+import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo, UndoInfo, PathHistoryEntry } from '../proto/messages.js'
 
-export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo } from '../proto/messages.js'
+export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo, UndoInfo, PathHistoryEntry } from '../proto/messages.js'
 
 /** The daemon's operations. Every method throws an ApiError (proto/errors) with a stable code on bad input. */
 export interface RewindApi {
@@ -51,4 +51,14 @@ export interface RewindApi {
   runEnd(req: { run: string }): Promise<RunEndInfo>
   /** Garbage collection with a retention policy (missing fields: defaults), while the workspace stays in use. */
   gc(req: Partial<GcPolicy>): Promise<GcReport>
+  /**
+   * Revert what the segment ending at checkpoint `id` changed, where no later change touched the same
+   * paths (fs/history/undo.ts); with conflicts nothing is applied. `dryRun`: change nothing.
+   */
+  undo(req: { id: CheckpointId; dryRun?: boolean }): Promise<UndoInfo>
+  /**
+   * The checkpoints at which `path` changed, newest first (fs/history/path-history.ts): the current
+   * lineage, or every checkpoint with `all`; at most `limit` (default 100).
+   */
+  history(req: { path: string; all?: boolean; limit?: number }): Promise<PathHistoryEntry[]>
 }

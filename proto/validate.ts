@@ -62,6 +62,8 @@ const FIELDS: { [O in Op]: readonly string[] } = {
   pin: ['checkpoint', 'pinned'],
   run_end: ['run'],
   gc: ['keepLast', 'abandonedAfterMs', 'runIdleMs', 'dryRun'],
+  undo: ['checkpoint', 'dryRun'],
+  history: ['path', 'all', 'limit'],
 }
 
 function bad (id: RequestId | null, field: string, expected: string, got?: unknown): never {
@@ -307,5 +309,7 @@ export function validateRequest (msg: unknown): Request {
       runIdleMs: r.int('runIdleMs', false, 0, MAX_SAFE, 'a duration in ms (a non-negative safe integer)'),
       dryRun: r.bool('dryRun', false),
     })
+    case 'undo': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, dryRun: r.bool('dryRun', false) })
+    case 'history': return compact({ ...env, op, path: r.path('path'), all: r.bool('all', false), limit: r.int('limit', false, 1, MAX_LOG_LIMIT) })
   }
 }

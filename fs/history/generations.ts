@@ -15,7 +15,7 @@ import {
 import type { Workspace } from '../workspace.js'
 import type { InvalidationPlan } from '../api.js'
 import type { StoreDb, StoreBatch } from '../../store/db.js'
-import type { CheckpointInfo, DiffEntry, RestoreInfo } from '../../proto/messages.js'
+import type { CheckpointInfo, DiffEntry, PathHistoryEntry, RestoreInfo, UndoInfo } from '../../proto/messages.js'
 import { ApiError } from '../../proto/errors.js'
 import { type BranchRecord, type CheckpointRecord, type StoreState, checkpointInfo, freshState } from './records.js'
 import { type MarkRequest, sealCheckpoint, syncLive } from './checkpoint.js'
@@ -23,6 +23,8 @@ import { restoreCheckpoint } from './restore.js'
 import { type RestoreIntent, RESTORE_INTENT, completeInterruptedRestore } from './journal.js'
 import { diffCheckpoints } from './diff.js'
 import { type RestorePath, type RestorePathsOptions, normaliseRestorePaths, restorePaths } from './selective.js'
+import { undoSegment } from './undo.js'
+import { type PathHistoryOptions, pathHistory } from './path-history.js'
 
 export type { BranchRecord, CheckpointRecord, StoreState } from './records.js'
 export type { RestoreIntent } from './journal.js'
@@ -233,6 +235,21 @@ export class Generations implements TableSource {
     const d = await diffCheckpoints(this, ws, id)
     const changes = d.map(e => ({ path: e.path, change: e.change === 'added' ? 'deleted' as const : e.change === 'deleted' ? 'added' as const : e.change }))
     return { checkpoint: id, branch: this.state.branch, changed: changes.length, ms: performance.now() - t0, saved: null, dryRun: true, changes, result: null }
+  }
+
+  /**
+   * Undo of the segment ending at checkpoint `id` (undo.ts): the conflict
+   * check, then a selective restore from its parent (itself one at a time
+   * with marks and restores).
+   */
+  undo (ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>, dryRun: boolean): Promise<UndoInfo> {
+    return undoSegment(this, ws, id, dryRun, async (from, items, dry, label) =>
+      await this.restorePaths(ws, from, items, invalidate, { dryRun: dry, label, meta: { undo: id } }))
+  }
+
+  /** The checkpoints at which `path` changed, newest first (path-history.ts). */
+  history (ws: Workspace, path: string, o: PathHistoryOptions = {}): Promise<PathHistoryEntry[]> {
+    return pathHistory(this, ws, path, o)
   }
 
   /** Differences from checkpoint `a` to `b`, or to the live state when b is absent (diff.ts). */

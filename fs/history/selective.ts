@@ -65,12 +65,12 @@ interface Loaded { r: InodeRecord, kids: Map<string, Loaded> | null }
 export function normaliseRestorePaths (items: RestorePath[]): RestorePath[] {
   if (items.length === 0) throw new ApiError('E_BAD_REQUEST', 'paths: expected at least one path (leave paths out to restore the whole workspace)', { field: 'paths' })
   for (const it of items) {
-    if (it.path === '') throw new ApiError('E_BAD_REQUEST', 'paths: the workspace root cannot be restored selectively; leave paths out to restore the whole workspace (rewindfs restore ID)', { field: 'paths' })
+    if (it.path === '' && it.attrsOnly !== true) throw new ApiError('E_BAD_REQUEST', 'paths: the workspace root cannot be restored selectively; leave paths out to restore the whole workspace (rewindfs restore ID)', { field: 'paths' })
   }
   const whole = [...new Set(items.filter(i => i.attrsOnly !== true).map(i => i.path))].sort()
   const keep: string[] = []
   for (const p of whole) if (!keep.some(k => p.startsWith(k + '/'))) keep.push(p)
-  const attrs = [...new Set(items.filter(i => i.attrsOnly === true).map(i => i.path))].filter(p => !keep.some(k => p === k || p.startsWith(k + '/')))
+  const attrs = [...new Set(items.filter(i => i.attrsOnly === true).map(i => i.path))].filter(p => !keep.some(k => p === k || p.startsWith(k + '/'))).sort()
   return [...keep.map(path => ({ path })), ...attrs.map(path => ({ path, attrsOnly: true }))]
 }
 
@@ -173,6 +173,22 @@ function graft (ws: Workspace, list: RestorePath[], loaded: Map<string, Loaded |
   const now = nowNs()
   for (const it of list) {
     const ck = loaded.get(it.path) ?? null
+    if (it.attrsOnly === true && ck) {
+      let l: InodeRecord | undefined
+      try { l = ws.get(ws.resolve('/' + it.path)) } catch (e) { if (!(e instanceof FsError)) throw e }
+      if (l) l = cur(l.ino)
+      if (l && ((l.mode ^ ck.r.mode) & 0o170000) === 0) {
+        if (!sameAttrs(l, ck.r)) {
+          const m = mut(l.ino)
+          m.mode = ck.r.mode; m.uid = ck.r.uid; m.gid = ck.r.gid; m.atime = ck.r.atime; m.mtime = ck.r.mtime; m.ctime = now
+          if (ck.r.xattrs) m.xattrs = { ...ck.r.xattrs }
+          else delete m.xattrs
+        }
+        continue
+      }
+      // a type change, or a path gone: restored whole below
+    }
+    if (it.path === '') continue // attributes of the root, which is gone on neither side
     const slash = it.path.lastIndexOf('/')
     const parentPath = slash < 0 ? '' : it.path.slice(0, slash)
     const name = it.path.slice(slash + 1)
@@ -188,21 +204,6 @@ function graft (ws: Workspace, list: RestorePath[], loaded: Map<string, Loaded |
     const parent = cur(parentIno)!
     if (!isDir(parent)) throw new ApiError('E_NOT_FOUND', `${it.path}: /${parentPath} is not a directory in the workspace; restore /${parentPath} instead`, { path: it.path })
     const liveIno = parent.entries!.get(name)
-    if (it.attrsOnly === true) {
-      if (ck && liveIno !== undefined) {
-        const l = cur(liveIno)!
-        if (((l.mode ^ ck.r.mode) & 0o170000) === 0) {
-          if (!sameAttrs(l, ck.r)) {
-            const m = mut(liveIno)
-            m.mode = ck.r.mode; m.uid = ck.r.uid; m.gid = ck.r.gid; m.atime = ck.r.atime; m.mtime = ck.r.mtime; m.ctime = now
-            if (ck.r.xattrs) m.xattrs = { ...ck.r.xattrs }
-            else delete m.xattrs
-          }
-          continue
-        }
-      }
-      // a type change or a path gone on one side: restored whole
-    }
     // the live subtree at the path: every inode in it, and the directories (whose entries are replaced)
     const liveSet = new Set<Ino>()
     const liveDirs = new Set<Ino>()
