@@ -176,16 +176,18 @@ export class Runner {
           this.commits++
           const restart = this.o.restartFromBeginning === true
           const result = { restored: done.checkpoint, depth: done.depth }
-          this.o.log?.append({ type: 'rewind', from: done.from, to: done.checkpoint, reason: done.record.reason, memory: done.record, memoryCount: done.memoryCount, restart, depth: done.depth })
+          const logRewind = (): void => { this.o.log?.append({ type: 'rewind', from: done.from, to: done.checkpoint, reason: done.record.reason, memory: done.record, memoryCount: done.memoryCount, restart, depth: done.depth }) }
           if (done.depth === 'workspace') {
             // the files went back, the conversation goes on: answer this call, and the rest of the reply as not run
             messages = this.answer(messages, call, { result: { ...result, changed: done.restore?.changed ?? 0 }, exitStatus: 0 })
+            logRewind()
             for (const rest of calls.slice(calls.indexOf(call) + 1)) {
               messages = [...messages, { role: 'tool', toolCallId: rest.id, name: rest.name, content: JSON.stringify({ error: `not run: ${BACKTRACK_COMMIT} ended the turn (the files were restored to checkpoint ${done.checkpoint})` }) }]
             }
             this.recorder.resetTo(done.checkpoint)
           } else {
             this.recorder.recordToolCall({ name: call.name, args: call.arguments, result, exitStatus: 0 })
+            logRewind()
             this.o.log?.fork(done.checkpoint)
             const stored = storedMessages(await client.context({ id: done.checkpoint }), done.checkpoint)
             messages = injectMemory(stored, await getMemory(client, run))
