@@ -28,6 +28,7 @@ import { registerGc } from './commands/gc.js'
 import { registerVerify } from './commands/verify.js'
 import { registerUndo } from './commands/undo.js'
 import { registerBisect } from './commands/bisect.js'
+import { registerBlame } from './commands/blame.js'
 
 /** The whole program, every command added; parseAsync(argv) runs one. */
 export function program (): Command {
@@ -51,6 +52,7 @@ export function program (): Command {
   registerVerify(p)
   registerUndo(p)
   registerBisect(p)
+  registerBlame(p)
   return p
 }
 

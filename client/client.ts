@@ -140,8 +140,8 @@ export class RewindClient {
     return this.call('undo', a, o)
   }
 
-  /** The checkpoints at which `path` changed, newest first: the current lineage, or every branch with `all`; at most `limit` (default 100). */
-  history (args: { path: string; all?: boolean; limit?: number }, o?: CallOptions): Promise<PathHistoryEntry[]> {
+  /** The checkpoints at which `path` changed, newest first: the current lineage, or every branch with `all`; at most `limit` (default 100); `meta`: with each checkpoint's segment metadata. */
+  history (args: { path: string; all?: boolean; limit?: number; meta?: boolean }, o?: CallOptions): Promise<PathHistoryEntry[]> {
     return this.call('history', args, o)
   }
 

@@ -58,7 +58,7 @@ export interface RewindApi {
   undo(req: { id: CheckpointId; dryRun?: boolean }): Promise<UndoInfo>
   /**
    * The checkpoints at which `path` changed, newest first (fs/history/path-history.ts): the current
-   * lineage, or every checkpoint with `all`; at most `limit` (default 100).
+   * lineage, or every checkpoint with `all`; at most `limit` (default 100); `meta`: with each checkpoint's segment metadata.
    */
-  history(req: { path: string; all?: boolean; limit?: number }): Promise<PathHistoryEntry[]>
+  history(req: { path: string; all?: boolean; limit?: number; meta?: boolean }): Promise<PathHistoryEntry[]>
 }

@@ -226,7 +226,7 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
         if (autoEvents && r.applied && r.restore) broadcast({ event: 'restore', restore: r.restore })
         return r
       }
-      case 'history': return await api.history(opt({ path: req.path, all: req.all, limit: req.limit }))
+      case 'history': return await api.history(opt({ path: req.path, all: req.all, limit: req.limit, meta: req.meta }))
       case 'subscribe': {
         c.events = new Set(req.events ?? EVENTS)
         c.eventEncoding = encoding

@@ -186,8 +186,8 @@ export class Service implements RewindApi {
     return await this.d.generations.undo(this.d.workspace, req.id, this.d.invalidate, req.dryRun === true)
   }
 
-  async history (req: { path: string, all?: boolean, limit?: number }): Promise<PathHistoryEntry[]> {
-    return await this.d.generations.history(this.d.workspace, req.path, { all: req.all, limit: req.limit ?? 100 })
+  async history (req: { path: string, all?: boolean, limit?: number, meta?: boolean }): Promise<PathHistoryEntry[]> {
+    return await this.d.generations.history(this.d.workspace, req.path, { all: req.all, limit: req.limit ?? 100, meta: req.meta })
   }
 
   async gc (req: Partial<GcPolicy>): Promise<GcReport> {

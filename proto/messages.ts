@@ -129,6 +129,8 @@ export interface PathHistoryEntry {
   to?: string
   /** a directory: how many inodes below it differ */
   below?: number
+  /** the segment metadata given with the checkpoint's mark (null when none); only when the request asked (`meta`) */
+  meta?: unknown
 }
 
 /** Kinds of inode. */
@@ -301,7 +303,7 @@ export interface OpArgs {
   run_end: { run: string }
   gc: { keepLast?: number; abandonedAfterMs?: number; runIdleMs?: number; dryRun?: boolean }
   undo: { checkpoint: CheckpointId; dryRun?: boolean }
-  history: { path: string; all?: boolean; limit?: number }
+  history: { path: string; all?: boolean; limit?: number; meta?: boolean }
 }
 
 /** Result of each operation (the `ok` of a successful reply). */

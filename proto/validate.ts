@@ -63,7 +63,7 @@ const FIELDS: { [O in Op]: readonly string[] } = {
   run_end: ['run'],
   gc: ['keepLast', 'abandonedAfterMs', 'runIdleMs', 'dryRun'],
   undo: ['checkpoint', 'dryRun'],
-  history: ['path', 'all', 'limit'],
+  history: ['path', 'all', 'limit', 'meta'],
 }
 
 function bad (id: RequestId | null, field: string, expected: string, got?: unknown): never {
@@ -310,6 +310,6 @@ export function validateRequest (msg: unknown): Request {
       dryRun: r.bool('dryRun', false),
     })
     case 'undo': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, dryRun: r.bool('dryRun', false) })
-    case 'history': return compact({ ...env, op, path: r.path('path'), all: r.bool('all', false), limit: r.int('limit', false, 1, MAX_LOG_LIMIT) })
+    case 'history': return compact({ ...env, op, path: r.path('path'), all: r.bool('all', false), limit: r.int('limit', false, 1, MAX_LOG_LIMIT), meta: r.bool('meta', false) })
   }
 }

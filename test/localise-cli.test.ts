@@ -20,7 +20,11 @@ t.test('localise a bad step with bisect, undo it, restore one file', async t => 
     fs.writeFileSync(path.join(dir, 'README'), 'calc\n')
   })
   const f = (p: string): string => path.join(m.dir, p)
-  const mark = async (label: string): Promise<number> => (await m.client.mark({ label })).id
+  const mark = async (label: string, meta?: unknown): Promise<number> => (await m.client.mark({ label, meta })).id
+  const segment = (tool: string, args: string): unknown => ({
+    kind: 'rewindfs.segment/1', run: 'r', from: null, llmCalls: 1, tools: [{ name: tool, args, exitStatus: 0 }],
+    files: { created: [], modified: [], deleted: [] }, totals: { created: 0, modified: 0, deleted: 0, bytesCreated: 0, bytesModifiedDelta: 0, bytesDeleted: 0 }
+  })
   const first = (await m.client.log({ limit: 1 }))[0].id
   // a scripted history: 6 steps, the 4th breaks calc.js
   const ids: number[] = []
@@ -28,7 +32,7 @@ t.test('localise a bad step with bisect, undo it, restore one file', async t => 
     fs.writeFileSync(f(`notes-${i}.md`), `step ${i}\n`)
     if (i === 4) fs.writeFileSync(f('src/calc.js'), 'module.exports = (a, b) => a - b\n')
     if (i === 5) fs.appendFileSync(f('README'), 'more\n')
-    ids.push(await mark(`step ${i}`))
+    ids.push(await mark(`step ${i}`, i === 4 ? segment('edit_file', '{"path":"src/calc.js"}') : undefined))
   }
   const bad = ids[3]
 
@@ -40,6 +44,11 @@ t.test('localise a bad step with bisect, undo it, restore one file', async t => 
   t.match(lines[1], new RegExp(`^#${first} .* A - -> 33 B`), 'added at the first checkpoint')
   const json = JSON.parse((await m.cli(['log', 'src', '--json', '-w', m.dir])).stdout)
   t.same(json.map((e: { checkpoint: number }) => e.checkpoint), [bad, first], 'a directory: the change below it')
+
+  const blame = await m.cli(['blame', 'src/calc.js', '-w', m.dir])
+  t.equal(blame.code, 0, blame.stderr)
+  t.match(blame.stdout, new RegExp(`/src/calc.js: M at checkpoint #${bad} .*step 4`), 'blame: the checkpoint that last changed it')
+  t.match(blame.stdout, /tool call: edit_file \{"path":"src\/calc.js"\} -> 0/, 'and the tool call of its segment')
 
   const check = ['node', '-e', "process.exit(require(process.cwd() + '/src/calc.js')(2, 2) === 4 ? 0 : 1)"]
   const bis = await m.cli(['bisect', '--good', String(first), '--bad', String(ids[5]), '--quiet', '-w', m.dir, '--', ...check])

@@ -48,7 +48,7 @@ t.test('every op validates with its documented arguments', async t => {
     run_end: { run: 'run-1' },
     gc: { keepLast: 0, abandonedAfterMs: 0, runIdleMs: 3600000, dryRun: true },
     undo: { checkpoint: 4, dryRun: true },
-    history: { path: 'src/a.ts', all: true, limit: 10 },
+    history: { path: 'src/a.ts', all: true, limit: 10, meta: true },
   }
   t.same(Object.keys(good).sort(), [...OPS].sort(), 'all ops covered')
   for (const [op, args] of Object.entries(good)) {

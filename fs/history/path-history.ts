@@ -32,8 +32,8 @@ import { sameContent } from './same-content.js'
 import { sameMeta } from './diff.js'
 import { lineage } from './undo.js'
 
-/** Options of pathHistory: `all` examines every checkpoint (every branch), else the current lineage; `limit`: most entries returned. */
-export interface PathHistoryOptions { all?: boolean, limit?: number }
+/** Options of pathHistory: `all` examines every checkpoint (every branch), else the current lineage; `limit`: most entries returned; `meta`: add each checkpoint's segment metadata. */
+export interface PathHistoryOptions { all?: boolean, limit?: number, meta?: boolean }
 
 /**
  * The changes of `path` (workspace-relative, normalised; '' the root) at
@@ -63,7 +63,7 @@ export async function pathHistory (g: Generations, ws: Workspace, path: string, 
     const x = parent === null ? null : await recordAt(parent, tp!)
     const e = await compare(g, ws, tp, tc, x, y)
     if (e === null) continue
-    out.push({ checkpoint: id, parent, branch: cp.branch, time: cp.time, label: cp.label, ...e })
+    out.push({ checkpoint: id, parent, branch: cp.branch, time: cp.time, label: cp.label, ...e, ...(o.meta === true ? { meta: cp.meta ?? null } : {}) })
   }
   return out
 }
