@@ -169,6 +169,27 @@ t.test('bad input is refused and nothing changes', async t => {
   await close()
 })
 
+t.test('a file in a directory never listed at the checkpoint (still in the lower layer then) is restored from it', async t => {
+  const { root, lowerDir } = tempRoot(t, 'rewindfs-sel-')
+  fs.mkdirSync(path.join(lowerDir, 'big'))
+  fs.writeFileSync(path.join(lowerDir, 'big/x.txt'), 'lower x\n')
+  fs.writeFileSync(path.join(lowerDir, 'big/y.txt'), 'lower y\n')
+  const { ws, gens, close } = await open(root, lowerDir)
+  const c1 = await gens.mark(ws, {}) // big/ not listed yet: its entries are in the lower layer only
+  write(ws, '/big/x.txt', 'changed x\n')
+  write(ws, '/big/y.txt', 'changed y\n')
+  await gens.mark(ws, {})
+  const r = await gens.restorePaths(ws, c1.id, [{ path: 'big/x.txt' }], noInvalidate)
+  t.same(r.changes, [{ path: '/big/x.txt', change: 'modified' }])
+  t.equal(read(ws, '/big/x.txt'), 'lower x\n', 'the lower bytes are back')
+  t.equal(read(ws, '/big/y.txt'), 'changed y\n', 'its sibling is left')
+  const c3 = await gens.mark(ws, {})
+  await gens.restore(ws, c1.id, noInvalidate)
+  await gens.restore(ws, c3.id, noInvalidate)
+  t.equal(read(ws, '/big/x.txt'), 'lower x\n', 'and it is checkpointed')
+  await close()
+})
+
 function countInodes (ws: Workspace): number {
   let n = 1
   const walk = (dir: string): void => {

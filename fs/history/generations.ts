@@ -3,8 +3,10 @@
  * memory, loading sealed inode tables, and the one-at-a-time order of
  * marks, fsyncs and restores. The algorithms live beside it:
  * checkpoint.ts (mark, fsync), restore.ts, journal.ts (the restore
- * journal and its crash recovery), diff.ts, invalidation.ts; records.ts
- * holds the persisted shapes.
+ * journal and its crash recovery), diff.ts, invalidation.ts, selective.ts
+ * (restore of some paths), undo.ts (undo of one segment), path-history.ts
+ * (the checkpoints at which a path changed); records.ts holds the
+ * persisted shapes.
  */
 import type { CheckpointId, Ino } from '../../base/types.js'
 import { type InodeRecord, decodeRecord, encodeRecord } from '../inode.js'
