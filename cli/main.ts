@@ -23,6 +23,9 @@ import { fullDiskNote } from '../store/diskfull.js'
 import { safeLog, guardStdio, startChannel } from '../daemon/log.js'
 import { logStopped, pinStopped, OfflineError } from '../daemon/offline.js'
 import { fmtMs, printCheckpoint, realCwd, warnCwdBelow, missingAt, printGcReport } from './output.js'
+import { registerMcp } from './commands/mcp.js'
+import { registerHooks } from './commands/hooks.js'
+import { registerRewind } from './commands/rewind.js'
 
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -503,6 +506,7 @@ export function program (): Command {
       }
       if (!r.ok) process.exitCode = 1
     })
+  registerMcp(p); registerHooks(p); registerRewind(p)
   return p
 }
 

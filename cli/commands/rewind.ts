@@ -1,0 +1,41 @@
+/**
+ * `rewindfs rewind TOOL_USE_ID`: files and conversation back to just before
+ * one tool call (hooks/rewind.ts).
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import type { Command } from 'commander'
+import { RewindClient } from '../../client/client.js'
+import { rewindToolCall, RewindError } from '../../hooks/rewind.js'
+import { HookReplyError } from '../../hooks/socket-client.js'
+import { CliError, locate } from '../workspace.js'
+
+/** Adds `rewind` to the CLI. */
+export function registerRewind (p: Command): void {
+  p.command('rewind').argument('<tool_use_id>', 'the tool call to take back (toolu_... in Claude Code), as the hook recorded it')
+    .option('-w, --workspace <dir>', 'the workspace (default: the mounted workspace containing the current directory)')
+    .option('--files-only', 'restore the files only; leave the conversation as it is')
+    .option('--json', 'print JSON')
+    .description('Restore the workspace to the checkpoint the hook marked before a tool call, and (Claude Code) write the conversation cut at the same point as a new session to resume.')
+    .addHelpText('after', '\nExample:\n  rewindfs rewind toolu_01VnqHcC4sNaG7dDZ8yK2XrB\n  claude --resume <the session id it prints>')
+    .action(async (id: string, o: { workspace?: string, filesOnly?: boolean, json?: boolean }) => {
+      const { workspace, store } = locate(o)
+      if (!fs.existsSync(path.join(store, 'daemon.json'))) throw new CliError(`the daemon for ${workspace} is not running: run rewindfs mount ${workspace}, then rewind again`)
+      const client = await RewindClient.connect({ storeDir: store, timeoutMs: 120000 })
+      try {
+        const r = await rewindToolCall({ store, client, toolUseId: id, filesOnly: o.filesOnly })
+        if (o.json) { console.log(JSON.stringify(r)); return }
+        for (const n of r.notes) console.log(`note: ${n}`)
+        console.log(`restored checkpoint #${r.checkpoint}, marked before ${r.meta.tool_name} ${r.toolUseId}${r.meta.input ? ` (${r.meta.input})` : ''}: ${r.restore.changed} paths changed${r.restore.saved !== null ? `; the state it replaced is checkpoint #${r.restore.saved}` : ''}`)
+        if (r.transcript) {
+          console.log(`wrote the conversation up to that tool call as a new session (${r.transcript.kept} lines kept, ${r.transcript.dropped} dropped): ${r.transcript.file}`)
+          console.log(`resume it with: claude --resume ${r.transcript.sessionId}`)
+        }
+      } catch (e) {
+        if (e instanceof RewindError) throw new CliError(e.message)
+        if (e instanceof HookReplyError) throw new CliError(`the daemon's hook socket answered: ${e.message} [${e.code}]`)
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ECONNREFUSED') throw new CliError(`the daemon for ${workspace} has no hook socket (${(e as Error).message}): mount it with this version of rewindfs`)
+        throw e
+      } finally { await client.close().catch(() => {}) }
+    })
+}
