@@ -24,7 +24,7 @@ import { Service } from './service.js'
 import { startServer, type RewindServer } from './server.js'
 import { startHookSocket, hookHandlers, type HookSocket } from './hook-socket.js'
 import { HOOK_SOCKET } from '../proto/hook.js'
-import { loadOrCreateToken, writeConnectionFile, removeConnectionFile } from './token.js'
+import { loadOrCreateToken, tokenPath, writeConnectionFile, removeConnectionFile } from './token.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { FuseMount } from '../fuse/adapter.js'
 import { xattrIo } from '../fuse/xattr.js'
@@ -345,7 +345,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
         const cp = await api.mark({ label, meta })
         server?.broadcast({ event: 'checkpoint', checkpoint: cp })
         return cp
-      }, () => gens.checkpoints.values()))
+      }, () => gens.checkpoints.values()), tokenPath(o.store))
     } catch (e: any) { log(`rewindfs: warning: no hook socket, so the harness hooks cannot mark checkpoints: ${e.message}`) }
   } catch (e) {
     await abandon(false)

@@ -8,7 +8,8 @@
  * One request per connection: the client writes one line (ending in "\n"),
  * the daemon answers one line and closes. Every request carries the store's
  * token (the same as the websocket's, compared in constant time); the
- * socket's mode keeps other users out as well.
+ * socket takes the token file's owner, group and mode, so exactly those who
+ * may read the token may connect.
  */
 import net from 'node:net'
 import fs from 'node:fs'
@@ -78,10 +79,12 @@ export async function answerHookLine (req: string, token: string, h: HookHandler
 
 /**
  * Listen on `file` (a stale socket file left by a killed daemon is removed
- * first: the store's lock says no other daemon holds it). Throws when the
- * path is longer than SUN_PATH_MAX bytes or the listen fails.
+ * first: the store's lock says no other daemon holds it), then give it the
+ * owner, group and permission bits of `accessLike` (the store's token file),
+ * or mode 0600 without it. Throws when the path is longer than SUN_PATH_MAX
+ * bytes, the listen fails or `accessLike` cannot be read.
  */
-export async function startHookSocket (file: string, token: string, h: HookHandlers): Promise<HookSocket> {
+export async function startHookSocket (file: string, token: string, h: HookHandlers, accessLike?: string): Promise<HookSocket> {
   if (Buffer.byteLength(file) > SUN_PATH_MAX) throw new Error(`the hook socket path ${file} is longer than ${SUN_PATH_MAX} bytes (a unix socket limit): put the store at a shorter path (--store, or REWINDFS_HOME) to use the harness hooks`)
   try { if (fs.lstatSync(file).isSocket()) fs.rmSync(file) } catch {}
   const open = new Set<net.Socket>()
@@ -110,7 +113,13 @@ export async function startHookSocket (file: string, token: string, h: HookHandl
     server.once('error', reject)
     server.listen(file, () => { server.off('error', reject); resolve() })
   })
-  fs.chmodSync(file, 0o600)
+  if (accessLike === undefined) fs.chmodSync(file, 0o600)
+  else {
+    const st = fs.statSync(accessLike)
+    fs.chmodSync(file, st.mode & 0o777)
+    const own = fs.statSync(file)
+    if (own.uid !== st.uid || own.gid !== st.gid) fs.chownSync(file, st.uid, st.gid)
+  }
   server.on('error', () => {})
   let closing: Promise<void> | null = null
   return {

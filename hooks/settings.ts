@@ -25,7 +25,14 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createHash, randomBytes } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
 import type { Harness } from '../proto/hook.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+/** The hook client, dist/hooks/rewindfs-hook (C; scripts/setup.sh builds it with gcc). */
+export const HOOK_BINARY = path.join(here, 'rewindfs-hook')
+/** The daemon-down check the hook client starts only when the daemon cannot mark, dist/hooks/offline-check.js. */
+export const FALLBACK_SCRIPT = path.join(here, 'offline-check.js')
 
 /** Where the settings go: the project's or the user's. */
 export type Scope = 'project' | 'user'

@@ -22,8 +22,7 @@ import path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { mountWorkspace, CLI, type Mounted } from './helpers/mount.js'
-import { hookCommand } from '../hooks/settings.js'
-import { HOOK_BINARY, FALLBACK_SCRIPT } from '../cli/commands/hooks.js'
+import { hookCommand, HOOK_BINARY, FALLBACK_SCRIPT } from '../hooks/settings.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const FIXTURES = path.resolve(here, '../../test/fixtures')

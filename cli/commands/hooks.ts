@@ -5,18 +5,12 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { Command } from 'commander'
 import { findWorkspace, rewindHome } from '../../daemon/paths.js'
-import { hookCommand, installHook, settingsFile, uninstallHook, SettingsError, type Scope } from '../../hooks/settings.js'
+import { HOOK_BINARY, FALLBACK_SCRIPT, hookCommand, installHook, settingsFile, uninstallHook, SettingsError, type Scope } from '../../hooks/settings.js'
 import type { Harness } from '../../proto/hook.js'
 import { CliError } from '../workspace.js'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
-/** dist/hooks/rewindfs-hook, built by scripts/build-native.mjs (run by scripts/setup.sh) */
-export const HOOK_BINARY = path.resolve(here, '../../hooks/rewindfs-hook')
-/** dist/hooks/offline-check.js */
-export const FALLBACK_SCRIPT = path.resolve(here, '../../hooks/offline-check.js')
 
 interface Opts { project?: boolean, user?: boolean, workspace?: string, home?: string }
 
