@@ -10,7 +10,7 @@ import type { RewindClient } from '../client/client.js'
 import type { RestoreInfo } from '../proto/messages.js'
 import { findToolCheckpoint } from './socket-client.js'
 import { planClaudeCut, writeClaudeCut, TranscriptError, type ClaudeCut } from './transcript-claude.js'
-import type { HookMeta } from '../proto/hook.js'
+import { isHookMeta, type HookMeta } from '../proto/hook.js'
 
 /** A rewind that cannot start (no checkpoint for the call); nothing changed. */
 export class RewindError extends Error {
@@ -65,4 +65,18 @@ export async function rewindToolCall (o: { store: string, client: RewindClient, 
   const restore = await o.client.restore({ id: target.id })
   const transcript = plan ? writeClaudeCut(plan) : null
   return { checkpoint: target.id, toolUseId: target.meta.tool_use_id ?? o.toolUseId, meta: target.meta, restore, transcript, notes }
+}
+
+/** A tool call the hook marked a checkpoint before, as `rewindfs rewind` lists it. */
+export interface HookCall { checkpoint: number, time: number, meta: HookMeta }
+
+/**
+ * The tool calls on the path the workspace came through (the daemon's
+ * candidates: the current lineage), newest first, at most `limit` (the
+ * protocol's candidates bound) checkpoints looked at: those a hook marked.
+ */
+export async function hookCalls (client: RewindClient, limit?: number): Promise<HookCall[]> {
+  const out: HookCall[] = []
+  for (const c of await client.candidates({ limit })) if (isHookMeta(c.meta)) out.push({ checkpoint: c.id, time: c.time, meta: c.meta })
+  return out
 }

@@ -74,7 +74,7 @@ export function createMcpServer (o: McpOptions): McpServer {
 
   server.registerTool('checkpoint', {
     title: 'Mark a checkpoint',
-    description: `Save the exact state of every file in the workspace as a new checkpoint (a few ms, whatever the size of the workspace) and return its id. Use it before a risky step: a refactor, a migration, deleting files, running an unfamiliar script, a dependency upgrade. Give a label that says what comes next ("before migrating the schema"). Marking is cheap; mark often. A checkpoint records files only, not this conversation.`,
+    description: `Save the exact state of every file in the workspace as a new checkpoint (a few ms, whatever the size of the workspace) and return its id. Use it before a risky step: a refactor, a migration, deleting files, running an unfamiliar script, a dependency upgrade. Give a label that says what comes next ("before migrating the schema"). Marking is cheap; mark often. A checkpoint records the workspace's files only: not this conversation, and nothing outside the workspace directory (remote repositories, databases, services, other directories), so it cannot later undo effects there.`,
     inputSchema: { label: z.string().max(1024).optional().describe('what the checkpoint is before, e.g. "before refactoring auth"') },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   }, wrap(async (c, a: { label?: string }) => {
@@ -84,7 +84,7 @@ export function createMcpServer (o: McpOptions): McpServer {
 
   server.registerTool('backtrack_candidates', {
     title: 'Checkpoints you can go back to',
-    description: `List up to ${MAX_CANDIDATES} earlier checkpoints on the path the workspace came through, newest first: id, step (0 = oldest), label, time, and a summary of what happened after it. Call it when the work has gone wrong in a way that is cheaper to undo than to repair, then pick one for diff, show_file, restore or backtrack_commit.`,
+    description: `List up to ${MAX_CANDIDATES} earlier checkpoints on the path the workspace came through, newest first: id, step (0 = oldest), label, time, and a summary of what happened after it. Call it when the work has gone wrong in a way that is cheaper to undo than to repair, then pick one for diff, show_file, restore or backtrack_commit. It changes nothing.`,
     inputSchema: { reason: z.string().max(REASON_MAX).optional().describe('why you are considering a rewind'), limit: z.number().int().min(1).max(MAX_CANDIDATES).optional().describe(`how many (default ${MAX_CANDIDATES})`) },
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, wrap(async (c, a: { limit?: number }) => {
@@ -95,7 +95,7 @@ export function createMcpServer (o: McpOptions): McpServer {
 
   server.registerTool('list_checkpoints', {
     title: 'All checkpoints',
-    description: 'List checkpoints of every branch, newest first (id, label, time, branch, parent, pinned). A restore starts a new branch; the abandoned one stays listed here and restorable, though backtrack_candidates no longer shows it. Use it to find a checkpoint you abandoned.',
+    description: 'List checkpoints of every branch, newest first (id, label, time, branch, parent, pinned). A restore starts a new branch; the abandoned one stays listed here and restorable, though backtrack_candidates no longer shows it. Use it to find a checkpoint you abandoned. It changes nothing.',
     inputSchema: { limit: z.number().int().min(1).max(1000).optional().describe('how many (default 50)'), branch: z.string().min(1).max(255).optional().describe('only this branch') },
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, wrap(async (c, a: { limit?: number, branch?: string }) => {
@@ -106,7 +106,7 @@ export function createMcpServer (o: McpOptions): McpServer {
 
   server.registerTool('diff', {
     title: 'What changed since a checkpoint',
-    description: 'List the paths that differ between checkpoint `from` and checkpoint `to` (default: the workspace now), one per line: A added, D deleted, M content modified, m attributes only (mode, owner, mtime), T type changed. Use it before a restore to see what it would undo, or to review what a step did.',
+    description: 'List the paths that differ between checkpoint `from` and checkpoint `to` (default: the workspace now), one per line: A added, D deleted, M content modified, m attributes only (mode, owner, mtime), T type changed. Use it before a restore to see what it would undo, or to review what a step did. It changes nothing.',
     inputSchema: { from: z.number().int().min(1).describe('checkpoint id'), to: z.number().int().min(1).optional().describe('checkpoint id (default: the live workspace)') },
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, wrap(async (c, a: { from: number, to?: number }) => {
@@ -139,7 +139,7 @@ export function createMcpServer (o: McpOptions): McpServer {
 
   server.registerTool('restore', {
     title: 'Restore the workspace to a checkpoint',
-    description: `Make every file in the workspace exactly what it was at the checkpoint: content, deletions, renames, modes, the workspace's .git. Changes made since the last checkpoint are saved first as a "before restore" checkpoint (its id is returned), so a restore can itself be undone by restoring that one. It does not change this conversation and does not record a lesson; use backtrack_commit to abandon an approach. ${CANNOT_UNDO}`,
+    description: `Make every file in the workspace exactly what it was at the checkpoint: content, deletions, renames, modes, the workspace's .git. Changes made since the last checkpoint are saved first as a "before restore" checkpoint (its id is returned), so a restore can itself be undone by restoring that one. It restores the whole workspace (there is no restore of chosen paths yet: to get one file back, read it with show_file and write it yourself). Use it to get the files back as they were (or to undo a restore); it does not change this conversation and does not record a lesson: to abandon an approach, use backtrack_commit instead. ${CANNOT_UNDO}`,
     inputSchema: { checkpoint: z.number().int().min(1).describe('checkpoint id') },
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
   }, wrap(async (c, a: { checkpoint: number }) => {
@@ -168,7 +168,7 @@ export function createMcpServer (o: McpOptions): McpServer {
 
   server.registerTool('memory', {
     title: 'The rewind memory',
-    description: 'Show the rewind memory of this session: every lesson recorded by backtrack_commit (what was tried, why it was abandoned, what to do instead, lasting facts, milestones), oldest first. Read it after a rewind or when you resume work, so you do not repeat an abandoned approach.',
+    description: 'Show the rewind memory of this session: every lesson recorded by backtrack_commit (what was tried, why it was abandoned, what to do instead, lasting facts, milestones), oldest first. Read it after a rewind or when you resume work, so you do not repeat an abandoned approach. It changes nothing.',
     inputSchema: {},
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, wrap(async (c) => {
@@ -178,7 +178,7 @@ export function createMcpServer (o: McpOptions): McpServer {
 
   server.registerTool('status', {
     title: 'Workspace status',
-    description: 'Show the workspace, its branch, the head checkpoint (the one the files started from), how many checkpoints exist and how many paths changed since the head. Use it to see whether there is unsaved work before a restore.',
+    description: 'Show the workspace, its branch, the head checkpoint (the one the files started from), how many checkpoints exist and how many paths changed since the head. Use it to see whether there is unsaved work before a restore. It changes nothing.',
     inputSchema: {},
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, wrap(async (c) => {

@@ -75,6 +75,12 @@ t.test('hooks mark before each tool call; rewind takes files and conversation ba
   t.same(marked.at(-1)?.meta, { kind: 'rewindfs.hook/1', harness: 'claude', tool_name: 'Write', tool_use_id: 'toolu_01WriteGreet', session_id: SESSION, transcript_path: transcript, cwd: m.dir, turn_id: null, input: `${m.dir}/greet.js` }, 'its meta: tool_use_id, session, transcript, input summary')
   t.equal((marked[2].meta as { input: string }).input, 'rm hello.txt && ls', 'a bash call is summarised by its command')
 
+  const listed = await m.cli(['rewind'])
+  t.equal(listed.code, 0, `rewind without an id lists: ${listed.stderr}`)
+  t.same(listed.stdout.trim().split('\n').map(l => l.split(/\s+/)[0]), ['toolu_01BashTouch', 'toolu_01BashEcho', 'toolu_01BashRmHello', 'toolu_01WriteGreet'], 'the tool calls that can be rewound, newest first')
+  t.match(listed.stdout, /toolu_01BashRmHello +#\d+ .* claude Bash: rm hello\.txt && ls/, 'each with its checkpoint, tool and input')
+  t.ok(fs.existsSync(path.join(m.dir, 'done.flag')), 'listing changes nothing')
+
   const unknown = await m.cli(['rewind', 'toolu_nope'])
   t.equal(unknown.code, 1)
   t.match(unknown.stderr, /no checkpoint was marked before tool call toolu_nope.*Nothing changed/)

@@ -40,6 +40,11 @@ t.test('the SDK client drives every tool over stdio against a real mount', async
   t.equal(byName.get('diff')?.annotations?.readOnlyHint, true, 'diff is read-only')
   t.match(byName.get('restore')?.description ?? '', /cannot undo anything outside the workspace/, 'restore says what it cannot undo')
   t.ok(byName.get('backtrack_commit')?.inputSchema.properties?.memory, 'backtrack_commit takes the structured memory')
+  for (const x of tools) {
+    t.match(x.description ?? '', /\b(Use it|Call it|Read it|Continue from it)\b/, `${x.name} says when to use it`)
+    if (x.annotations?.readOnlyHint === true) t.match(x.description ?? '', /changes nothing|without changing the workspace/, `${x.name} says it changes nothing`)
+    else t.match(x.description ?? '', /nothing outside the workspace|cannot undo anything outside the workspace/, `${x.name} says what it cannot undo`)
+  }
 
   const cp = textOf(await client.callTool({ name: 'checkpoint', arguments: { label: 'before edit' } }))
   const id = Number(/checkpoint #(\d+)/.exec(cp)?.[1])
