@@ -9,7 +9,7 @@ import type { Command } from 'commander'
 import { findWorkspace, rewindHome } from '../../daemon/paths.js'
 import { HOOK_BINARY, FALLBACK_SCRIPT, hookCommand, installHook, settingsFile, uninstallHook, SettingsError, type Scope } from '../../hooks/settings.js'
 import type { Harness } from '../../proto/hook.js'
-import { CliError } from '../workspace.js'
+import { CliError } from '../errors.js'
 
 
 interface Opts { project?: boolean, user?: boolean, workspace?: string, home?: string }

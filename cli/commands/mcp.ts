@@ -10,7 +10,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { RewindClient } from '../../client/client.js'
 import { createMcpServer } from '../../mcp/server.js'
 import { SERVER_NAME } from '../../daemon/server.js'
-import { locate } from '../workspace.js'
+import { locate, workspaceOption } from '../locate.js'
+import { CONNECTION_FILE } from '../../daemon/token.js'
 
 /** The default rewind memory run of a workspace: "mcp " and its path ('!' and control characters replaced; at most 200 characters, the proto's bound). */
 export function defaultMcpRun (workspace: string): string {
@@ -20,7 +21,7 @@ export function defaultMcpRun (workspace: string): string {
 /** Adds `mcp` to the CLI. */
 export function registerMcp (p: Command): void {
   p.command('mcp')
-    .option('-w, --workspace <dir>', 'the workspace (default: the mounted workspace containing the current directory)')
+    .addOption(workspaceOption())
     .option('--run <name>', 'rewind memory run used by backtrack_commit and memory (default: "mcp " and the workspace path, so memory lasts across sessions)')
     .description('Serve the workspace\'s checkpoint and rewind tools to an agent over MCP (stdio): checkpoint, backtrack_candidates, list_checkpoints, diff, show_file, restore, backtrack_commit, memory, status.')
     .addHelpText('after', '\nThe harness starts it; for example:\n  claude mcp add rewindfs -- rewindfs mcp -w ~/project\n(README "Agent harnesses" has the lines for Codex and Cursor.)')
@@ -34,7 +35,7 @@ export function registerMcp (p: Command): void {
         workspace, run, version: SERVER_NAME.split('/')[1] ?? '0.0.0',
         client: async () => {
           if (client) return client
-          if (!fs.existsSync(path.join(store, 'daemon.json'))) throw new Error(`the workspace ${workspace} is not mounted: ask the user to run rewindfs mount ${workspace}`)
+          if (!fs.existsSync(path.join(store, CONNECTION_FILE))) throw new Error(`the workspace ${workspace} is not mounted: ask the user to run rewindfs mount ${workspace}`)
           try { client = await RewindClient.connect({ storeDir: store, timeoutMs: 120000 }) } catch (e: any) {
             throw new Error(`cannot reach the rewindfs daemon of ${workspace} (${e.message}): ask the user to run rewindfs mount ${workspace}`)
           }

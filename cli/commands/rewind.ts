@@ -2,26 +2,23 @@
  * `rewindfs rewind TOOL_USE_ID`: files and conversation back to just before
  * one tool call (hooks/rewind.ts).
  */
-import fs from 'node:fs'
-import path from 'node:path'
 import type { Command } from 'commander'
-import { RewindClient } from '../../client/client.js'
 import { rewindToolCall, hookCalls, RewindError } from '../../hooks/rewind.js'
 import { HookReplyError } from '../../hooks/socket-client.js'
-import { CliError, locate } from '../workspace.js'
+import { CliError } from '../errors.js'
+import { locate, connect, workspaceOption } from '../locate.js'
 
 /** Adds `rewind` to the CLI. */
 export function registerRewind (p: Command): void {
   p.command('rewind').argument('[tool_use_id]', 'the tool call to take back (toolu_... in Claude Code), as the hook recorded it; without it, list the tool calls you can rewind')
-    .option('-w, --workspace <dir>', 'the workspace (default: the mounted workspace containing the current directory)')
+    .addOption(workspaceOption())
     .option('--files-only', 'restore the files only; leave the conversation as it is')
     .option('--json', 'print JSON')
     .description('Restore the workspace to the checkpoint the hook marked before a tool call, and (Claude Code) write the conversation cut at the same point as a new session to resume.')
     .addHelpText('after', '\nExample:\n  rewindfs rewind                                 # the tool calls, newest first\n  rewindfs rewind toolu_01VnqHcC4sNaG7dDZ8yK2XrB\n  claude --resume <the session id it prints>')
     .action(async (id: string | undefined, o: { workspace?: string, filesOnly?: boolean, json?: boolean }) => {
       const { workspace, store } = locate(o)
-      if (!fs.existsSync(path.join(store, 'daemon.json'))) throw new CliError(`the daemon for ${workspace} is not running: run rewindfs mount ${workspace}, then rewind again`)
-      const client = await RewindClient.connect({ storeDir: store, timeoutMs: 120000 })
+      const client = await connect(o)
       try {
         if (id === undefined) {
           const calls = await hookCalls(client)
