@@ -17,7 +17,8 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { installHook, uninstallHook, settingsFile, hookCommand, shellQuote } from '../hooks/settings.js'
 import { planClaudeCut, writeClaudeCut, TranscriptError } from '../hooks/transcript-claude.js'
-import { answerHookLine } from '../daemon/hook-socket.js'
+import { answerHookLine, startHookSocket } from '../daemon/hook-socket.js'
+import { hookRequest } from '../hooks/socket-client.js'
 import { offlineDecision } from '../hooks/offline-check.js'
 import { EXTERNAL_COMMANDS_FILE } from '../hooks/external.js'
 import { hookMark, summarizeInput } from '../proto/hook.js'
@@ -185,3 +186,25 @@ t.test('daemon down: the external-command list decides', async t => {
   t.equal(broken.code, 2, 'a broken list refuses every command (fail closed)')
   t.match(broken.message, /cannot be read .*not a valid regular expression/)
 })
+
+t.test('the hook socket takes the token file\'s owner, group and mode', async t => {
+  const root = tempRoot()
+  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
+  const token = 'c'.repeat(64)
+  const tokenFile = path.join(root, 'token')
+  fs.writeFileSync(tokenFile, token + '\n', { mode: 0o640 })
+  fs.chmodSync(tokenFile, 0o640)
+  const other = process.getuid?.() === 0 ? 65534 : null // nobody: only root can give a file away
+  if (other !== null) fs.chownSync(tokenFile, other, other)
+  const h = { mark: async () => 1, find: () => null }
+  const sock = await startHookSocket(path.join(root, 'hook.sock'), token, h, tokenFile)
+  t.teardown(async () => await sock.close())
+  const st = fs.statSync(sock.path)
+  t.ok(st.isSocket(), 'a unix socket')
+  t.equal(st.mode & 0o777, 0o640, 'with the token file\'s mode')
+  if (other !== null) t.same([st.uid, st.gid], [other, other], 'and its owner and group')
+  t.equal(await hookRequest(root, `ping ${token}`), 'ok', 'it answers')
+  await sock.close()
+  t.notOk(fs.existsSync(sock.path), 'close removes the socket file')
+})
+
