@@ -6,9 +6,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { RewindClient } from '../../client/client.js'
-import { createMcpServer } from '../../mcp/server.js'
 import { SERVER_NAME } from '../../daemon/server.js'
 import { locate, workspaceOption } from '../locate.js'
 import { CONNECTION_FILE } from '../../daemon/token.js'
@@ -27,6 +25,9 @@ export function registerMcp (p: Command): void {
     .addHelpText('after', '\nThe harness starts it; for example:\n  claude mcp add rewindfs -- rewindfs mcp -w ~/project\n(README "Agent harnesses" has the lines for Codex and Cursor.)')
     .action(async (o: { workspace?: string, run?: string }) => {
       console.log = console.error // stdout belongs to MCP
+      // loaded here, not at the top: every other command would pay for the SDK and zod at start-up
+      const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js')
+      const { createMcpServer } = await import('../../mcp/server.js')
       const { workspace, store } = locate(o)
       const run = o.run ?? defaultMcpRun(workspace)
       if (run.length === 0 || run.length > 200 || /[\u0000-\u001f\u007f!]/.test(run)) throw new Error(`--run "${run}" is not a run name: 1..200 characters, no control characters and no '!'`)
