@@ -163,7 +163,10 @@ export function createMcpServer (o: McpOptions): McpServer {
   }, wrap(async (c, a: { checkpoint_id: number, memory: unknown, reason: string }) => {
     const done = await backtrackCommit(c, o.run, a as unknown as Record<string, unknown>)
     const entries = (await c.memoryGet({ run: o.run })).entries
-    return text(`Restored checkpoint #${done.checkpoint} (${done.restore.changed} paths changed; the abandoned state is checkpoint #${done.restore.saved ?? done.from ?? '?'}).\n\n${renderMemoryText(entries)}`)
+    // backtrack_commit's default depth restores the workspace; a context-only rewind (depth 'context') leaves it
+    const r = done.restore
+    const what = r ? `Restored checkpoint #${done.checkpoint} (${r.changed} paths changed; the abandoned state is checkpoint #${r.saved ?? done.from ?? '?'}).` : `Went back to checkpoint #${done.checkpoint} without restoring the files.`
+    return text(`${what}\n\n${renderMemoryText(entries)}`)
   }))
 
   server.registerTool('memory', {
