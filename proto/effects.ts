@@ -55,3 +55,100 @@ export type ReconcileVerdict = typeof RECONCILE_VERDICTS[number]
 export function isReconcileVerdict (x: unknown): x is ReconcileVerdict {
   return typeof x === 'string' && (RECONCILE_VERDICTS as readonly string[]).includes(x)
 }
+
+/** Why the recovery gate decided as it did (effects/gate.ts has the table). */
+export const GATE_RULES = ['new', 'replayable', 'absent', 'compensated', 'overridden', 'present', 'compensate-only', 'irreversible', 'in-flight', 'unknown', 'not-compensable', 'nothing-to-compensate'] as const
+/** A gate rule (see GATE_RULES). */
+export type GateRule = typeof GATE_RULES[number]
+
+/** The recovery gate's decision, as a begin's result or a refusal's `details` carry it. */
+export interface GateInfo {
+  allowed: boolean
+  rule: GateRule
+  /** the earlier occurrence the decision is about, or null */
+  occurrence: number | null
+  /** one or two sentences a model can act on */
+  message: string
+}
+
+/** Where and when an effect happened: the run and attempt (given by the client) and the daemon's state at begin. */
+export interface EffectActor {
+  /** run name given at begin, or null */
+  run: string | null
+  /** attempt number given at begin (e.g. 1 + rewinds so far), or null */
+  attempt: number | null
+  /** the checkpoint the live generation started from (status.head), or null */
+  checkpoint: number | null
+  /** the live generation */
+  generation: number
+  /** the branch */
+  branch: string
+}
+
+/** One status transition with its evidence. */
+export interface EffectTransition { status: EffectStatus, time: number, evidence: unknown }
+
+/** One occurrence of an effect, as `effect_list` lists it. */
+export interface EffectInfo {
+  /** the occurrence id, assigned by begin before the call */
+  occurrence: number
+  tool: string
+  class: EffectClass
+  /** free-form: URL and resource id, remote name, package name */
+  target: string
+  /** the request identity (idempotency key) */
+  identity: string
+  /** 'derived' (from method, target and body) or 'given' by the caller */
+  identitySource: 'derived' | 'given'
+  actor: EffectActor
+  /** snapshot of the target's authoritative state before the call, or null */
+  preState: unknown
+  /** the occurrence this one compensates, or null */
+  compensates: number | null
+  /** compensations begun for this occurrence */
+  compensations: number[]
+  /** begin time, ms since the epoch */
+  time: number
+  status: EffectStatus
+  /** every transition, oldest first (the first is intent) */
+  history: EffectTransition[]
+  /** the latest reconcile, or null */
+  reconcile: { verdict: ReconcileVerdict, evidence: unknown, time: number } | null
+  /** a person's override of the gate, or null */
+  override: { reason: string, user: string, time: number } | null
+}
+
+/** A tool's registration: its effect class and the body fields left out of derived identities. */
+export interface EffectRegistration {
+  tool: string
+  class: EffectClass
+  /** RFC 6901 JSON Pointers into the request body */
+  exclude: string[]
+  description: string
+  /** registration time, ms since the epoch */
+  time: number
+}
+
+/** Result of effect_begin and effect_compensate: the occurrence admitted and why. */
+export interface EffectBeginInfo {
+  occurrence: number
+  identity: string
+  gate: GateInfo
+}
+
+/**
+ * What a restore says about recovery: three separate facts, never one
+ * "recovered". `trajectory`: 'restored' when the checkpoint carries a
+ * context to rebuild the agent's trajectory from, 'no context' otherwise.
+ * `workspace`: 'restored'. `effects`: 'none' (the abandoned suffix did
+ * nothing outside), 'reconciled' (each of its effects has a settled
+ * outcome: confirmed, failed or a reconcile verdict) or 'unreconciled'
+ * (some are in flight or unknown). `abandoned`: every effect of the
+ * abandoned suffix with its status; a rewind undoes none of them.
+ */
+export interface RecoveryInfo {
+  trajectory: 'restored' | 'no context'
+  workspace: 'restored'
+  effects: 'none' | 'reconciled' | 'unreconciled'
+  abandoned: EffectInfo[]
+}

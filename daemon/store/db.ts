@@ -20,6 +20,7 @@ import { Packr } from 'msgpackr'
 import * as path from 'node:path'
 import * as fs from 'node:fs'
 import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, StoreLockedError, StoreNoSpaceError, isNoSpace, storeIoError } from './errors.js'
+import { MIGRATIONS, initNewStore } from './migrate.js'
 
 /** Kinds of record, one key prefix (sublevel) each. Values of all but `meta` and `block` are owned by other modules. */
 export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch' | 'memory' | 'run'
@@ -31,7 +32,7 @@ export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoi
 export type StoreKey = string | number
 
 /** On-disk format version written to meta `format` (FORMAT.md "Versions"). */
-export const STORE_FORMAT = 2
+export const STORE_FORMAT = 3
 
 /** The one shared codec: msgpack maps, no records extension (FORMAT.md "Metadata database"). */
 export const packr = new Packr({ useRecords: false })
@@ -158,7 +159,8 @@ export class StoreDb {
 
   /**
    * Open (creating if missing) the metadata database at `<storeDir>/meta` and
-   * check meta `format` (writing `STORE_FORMAT` into a new database).
+   * check meta `format` (writing `STORE_FORMAT` into a new database, after
+   * initNewStore; migrating an older format, daemon/store/migrate.ts).
    * Throws StoreLockedError (E_LOCKED) if another process has it open,
    * StoreNoSpaceError (E_NO_SPACE) if the filesystem is full (opening writes
    * a new log: free space and retry, no repair), CorruptStoreError
@@ -182,7 +184,15 @@ export class StoreDb {
     try {
       const format = await db.get<number>('meta', 'format')
       if (format === undefined) {
+        await initNewStore(storeDir, STORE_FORMAT)
         await db.batch().put('meta', 'format', STORE_FORMAT).write({ sync: true })
+      } else if (format !== STORE_FORMAT && MIGRATIONS[format] !== undefined && format < STORE_FORMAT) {
+        for (let f = format; f < STORE_FORMAT;) {
+          const m = MIGRATIONS[f]
+          await m.run(storeDir)
+          await db.batch().put('meta', 'format', m.to).write({ sync: true })
+          f = m.to
+        }
       } else if (format !== STORE_FORMAT) {
         throw new StoreFormatError(
           `store at ${storeDir} has format ${String(format)}, this rewindfs understands format ${STORE_FORMAT}; use a matching rewindfs version`,
