@@ -225,7 +225,7 @@ export class Generations implements TableSource {
     if (!cp) {
       const known = [...this.checkpoints.keys()]
       const removed = id < this.state.nextCheckpoint ? ' (it was removed by garbage collection)' : ''
-      throw new ApiError('E_UNKNOWN_CHECKPOINT', `no checkpoint ${id}${removed}; known checkpoints are ${known.length ? ranges(known) : 'none yet'} (see rewindfs log)`)
+      throw new ApiError('E_UNKNOWN_CHECKPOINT', `no checkpoint ${id}${removed}; known checkpoints are ${known.length ? ranges(known) : 'none yet'} (see rewindfs log)`, { checkpoint: id })
     }
     return cp
   }

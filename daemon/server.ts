@@ -81,6 +81,11 @@ export function isLoopbackHost (host: string): boolean {
   return false
 }
 
+/** True for the request target `/`, the only one served (PROTOCOL.md §1: anything else, a query string included, is 400). */
+export function isRootPath (url: string | undefined): boolean {
+  return url === '/'
+}
+
 /** Constant-time token comparison (hashing first makes lengths equal). */
 function tokenMatches (given: string, expected: string): boolean {
   const a = createHash('sha256').update(given).digest()
@@ -139,6 +144,10 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
     clientTracking: false,
     verifyClient: (info: { req: IncomingMessage }, cb: (ok: boolean, code?: number, message?: string, headers?: Record<string, string>) => void) => {
       const h = info.req.headers
+      if (!isRootPath(info.req.url)) {
+        cb(false, 400, 'Bad Request: the protocol is served at path / only')
+        return
+      }
       if (h.origin !== undefined || h['sec-websocket-origin'] !== undefined) {
         cb(false, 403, 'Forbidden: browser origins are refused')
         return

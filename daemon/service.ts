@@ -113,7 +113,7 @@ export class Service implements RewindApi {
   async readdir (req: { id?: CheckpointId, path: string }): Promise<StatInfo[]> {
     const [r, t] = await this.at(req.id, req.path)
     if (!r) throw new ApiError('E_NOT_FOUND', `${req.path}: no such directory at ${req.id === undefined ? 'the live workspace' : `checkpoint ${req.id}`}`)
-    if (!isDir(r)) throw new ApiError('E_BAD_REQUEST', `${req.path}: not a directory`)
+    if (!isDir(r)) throw new ApiError('E_BAD_REQUEST', `path: ${req.path === '' ? '/' : req.path} is not a directory`, { field: 'path' })
     const out: StatInfo[] = []
     const base = req.path.replace(/\/$/, '')
     if (t) {
@@ -130,7 +130,7 @@ export class Service implements RewindApi {
   async read (req: { id?: CheckpointId, path: string, offset?: number, length?: number }): Promise<Uint8Array> {
     const [r] = await this.at(req.id, req.path)
     if (!r) throw new ApiError('E_NOT_FOUND', `${req.path}: no such file`)
-    if (!isFile(r)) throw new ApiError('E_BAD_REQUEST', `${req.path}: not a regular file`)
+    if (!isFile(r)) throw new ApiError('E_BAD_REQUEST', `path: ${req.path === '' ? '/' : req.path} is not a regular file`, { field: 'path' })
     const offset = req.offset ?? 0
     const length = Math.min(req.length ?? MAX_READ, MAX_READ, Math.max(0, r.size - offset))
     const buf = Buffer.alloc(length)

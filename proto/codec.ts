@@ -2,13 +2,22 @@
  * The frame codec, behind an interface (STYLE.md "Formats and protocols").
  * Binary frames carry msgpack (msgpackr, useRecords: false, so any msgpack
  * library reads them); text frames carry JSON. A reply uses the request's
- * encoding. Bytes: msgpack `bin`; in JSON, a reply whose `ok` is bytes is
- * sent as a base64 string with `encoding: 'base64'` beside it.
+ * encoding. Values follow the value model (proto/values.ts, PROTOCOL.md
+ * "Values"): integers beyond 32 bits are msgpack int64/uint64, JSON numbers
+ * with all their digits; bytes are msgpack `bin`; in JSON, a reply whose
+ * `ok` is bytes is sent as a base64 string with `encoding: 'base64'` beside
+ * it, and bytes anywhere else are base64 strings named by the message's
+ * top-level `bytes` field (proto/json.ts).
  * No Node-only types: frames are Uint8Array or string.
  */
-import { Packr } from 'msgpackr'
+import { Packr, Unpackr } from 'msgpackr'
+import { fromBase64, toBase64 } from './base64.js'
 import { ProtoError } from './errors.js'
-import { isObject, type Encoding } from './messages.js'
+import { BytesFieldError, parseMessage, stringifyMessage } from './json.js'
+import { isObject, isRequestIdValue, type Encoding, type RequestId } from './messages.js'
+import { pointerToken, setKey, toMsgpackValue } from './values.js'
+
+export { fromBase64, toBase64 } from './base64.js'
 
 /** A decoded frame and the encoding it came in. */
 export interface Decoded {
@@ -28,59 +37,30 @@ export interface Codec {
   encode (msg: unknown, encoding: Encoding): Uint8Array | string
 }
 
-const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false })
+const packr = new Packr({ useRecords: false, moreTypes: false })
+// maps decode as Map (so a non-string key is seen, not turned into a string) and are made
+// plain objects by fromMaps; int64/uint64 within ±(2^53−1) decode as numbers, beyond as bigint
+// ('auto' is in msgpackr 2.1's unpack.js, not in its type declarations)
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: false, int64AsType: 'auto' as 'number', moreTypes: false })
 const utf8 = new TextDecoder('utf-8', { fatal: true })
-
-const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
-const B64_INDEX = new Int16Array(128).fill(-1)
-for (let i = 0; i < B64.length; i++) B64_INDEX[B64.charCodeAt(i)] = i
-
-/** Standard base64 (RFC 4648 §4, with padding) of bytes. */
-export function toBase64 (b: Uint8Array): string {
-  let out = ''
-  let i = 0
-  const parts: string[] = []
-  for (; i + 2 < b.length; i += 3) {
-    const n = (b[i] << 16) | (b[i + 1] << 8) | b[i + 2]
-    out += B64[n >> 18] + B64[(n >> 12) & 63] + B64[(n >> 6) & 63] + B64[n & 63]
-    if (out.length >= 8192) { parts.push(out); out = '' }
-  }
-  if (i < b.length) {
-    const n = (b[i] << 16) | ((i + 1 < b.length ? b[i + 1] : 0) << 8)
-    out += B64[n >> 18] + B64[(n >> 12) & 63] + (i + 1 < b.length ? B64[(n >> 6) & 63] : '=') + '='
-  }
-  parts.push(out)
-  return parts.join('')
-}
-
-/** Decode standard base64 (padding optional). Throws on a character outside the alphabet. */
-export function fromBase64 (s: string): Uint8Array {
-  const clean = s.replace(/=+$/, '')
-  if (clean.length % 4 === 1) throw new Error('invalid base64 length')
-  const out = new Uint8Array(Math.floor(clean.length * 3 / 4))
-  let o = 0
-  let acc = 0
-  let bits = 0
-  for (let i = 0; i < clean.length; i++) {
-    const c = clean.charCodeAt(i)
-    const v = c < 128 ? B64_INDEX[c] : -1
-    if (v < 0) throw new Error('invalid base64 character')
-    acc = (acc << 6) | v
-    bits += 6
-    if (bits >= 8) { bits -= 8; out[o++] = (acc >> bits) & 255 }
-  }
-  return out
-}
 
 /** The protocol's codec: msgpack for binary frames, JSON for text frames. */
 export const codec: Codec = {
   decode (raw, isBinary) {
     if (isBinary) {
       if (typeof raw === 'string') throw new ProtoError('E_BAD_REQUEST', 'message: binary frame given as a string')
+      let tree: unknown
       try {
-        return { msg: packr.unpack(raw), encoding: 'msgpack' }
+        tree = unpackr.unpack(raw)
       } catch (err) {
         throw new ProtoError('E_BAD_REQUEST', `message: malformed msgpack (${(err as Error).message})`)
+      }
+      try {
+        return { msg: fromMaps(tree, ''), encoding: 'msgpack' }
+      } catch (err) {
+        const id = tree instanceof Map && isRequestIdValue(tree.get('id')) ? tree.get('id') as RequestId : null
+        const e = err as ProtoError
+        throw new ProtoError(e.code, e.message, id, e.details)
       }
     }
     let text: string
@@ -90,17 +70,18 @@ export const codec: Codec = {
       throw new ProtoError('E_BAD_REQUEST', 'message: text frame is not valid UTF-8')
     }
     try {
-      return { msg: JSON.parse(text), encoding: 'json' }
+      return { msg: parseMessage(text), encoding: 'json' }
     } catch (err) {
+      if (err instanceof BytesFieldError) throw new ProtoError('E_BAD_REQUEST', err.message, peekJsonId(text), { field: 'bytes' })
       throw new ProtoError('E_BAD_REQUEST', `message: malformed JSON (${(err as Error).message})`)
     }
   },
   encode (msg, encoding) {
-    if (encoding === 'msgpack') return packr.pack(msg) as Uint8Array
+    if (encoding === 'msgpack') return packr.pack(toMsgpackValue(msg)) as Uint8Array
     if (isObject(msg) && msg.ok instanceof Uint8Array) {
       return JSON.stringify({ ...msg, ok: toBase64(msg.ok), encoding: 'base64' })
     }
-    return JSON.stringify(msg)
+    return stringifyMessage(msg)
   },
 }
 
@@ -114,4 +95,39 @@ export function reviveBytes (msg: unknown): unknown {
     return { ...rest, ok: fromBase64(msg.ok) }
   }
   return msg
+}
+
+/** Deepest nesting fromMaps follows (values are bounded more tightly by validation, proto/values.ts). */
+const MAX_FRAME_DEPTH = 1024
+
+/**
+ * Turn decoded msgpack maps into plain objects, refusing a key that is not
+ * a string (ProtoError E_BAD_REQUEST naming where). An own `__proto__` key
+ * stays a key.
+ */
+function fromMaps (x: unknown, at: string, depth = 0): unknown {
+  if (typeof x !== 'object' || x === null || x instanceof Uint8Array) return x
+  if (depth > MAX_FRAME_DEPTH) throw new ProtoError('E_BAD_REQUEST', `message: nesting deeper than ${MAX_FRAME_DEPTH}`)
+  if (Array.isArray(x)) {
+    for (let i = 0; i < x.length; i++) x[i] = fromMaps(x[i], `${at}/${i}`, depth + 1)
+    return x
+  }
+  if (!(x instanceof Map)) return x
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of x) {
+    if (typeof k !== 'string') {
+      const field = at === '' ? 'message' : at.slice(1).split('/')[0]
+      throw new ProtoError('E_BAD_REQUEST', `${field}: a map key must be a string, got ${typeof k} ${String(k).slice(0, 40)} at ${at === '' ? 'the top level' : at}`, null, { field })
+    }
+    setKey(out, k, fromMaps(v, `${at}/${pointerToken(k)}`, depth + 1))
+  }
+  return out
+}
+
+/** The request id of a JSON text when it can be read cheaply and validly, else null (for error replies). */
+function peekJsonId (text: string): RequestId | null {
+  try {
+    const m: unknown = JSON.parse(text)
+    return isObject(m) && isRequestIdValue(m.id) ? m.id : null
+  } catch { return null }
 }

@@ -11,6 +11,7 @@
 import { ProtoError } from './errors.js'
 import { EVENTS, isEventName, isObject, isOp, isRequestIdValue, OPS, type EventName, type Op, type Request, type RequestId } from './messages.js'
 import { SUPPORTED_VERSIONS } from './version.js'
+import { checkValue, isWellFormedString, ValueError } from './values.js'
 
 /** Largest path accepted, in UTF-8 bytes (PATH_MAX). */
 export const MAX_PATH_BYTES = 4096
@@ -87,17 +88,7 @@ export function utf8Length (s: string): number {
 }
 
 /** True when `s` has no lone surrogate (so it encodes to UTF-8 losslessly). */
-export function isWellFormed (s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const d = s.charCodeAt(i + 1)
-      if (!(d >= 0xdc00 && d <= 0xdfff)) return false
-      i++
-    } else if (c >= 0xdc00 && c <= 0xdfff) return false
-  }
-  return true
-}
+export const isWellFormed = isWellFormedString
 
 /**
  * Normalise a workspace path, or return a reason it is refused.
@@ -193,16 +184,26 @@ class Reader {
     return x
   }
 
-  /** A JSON object (a map, not an array, not bytes), required. */
+  /** A map value (not an array, not bytes), required, checked as by `value`. */
   object (f: string): Record<string, unknown> {
     const x = this.get(f, true)
     if (!isObject(x)) bad(this.id, f, 'an object', x)
-    return x
+    return this.checked(f, x) as Record<string, unknown>
   }
 
-  /** Any value; absent and null both mean absent. */
-  any (f: string): unknown {
-    return this.get(f, false)
+  /** Any value of the value model (proto/values.ts); absent and null both mean absent. */
+  value (f: string): unknown {
+    const x = this.get(f, false)
+    return x === undefined ? undefined : this.checked(f, x)
+  }
+
+  private checked (f: string, x: unknown): unknown {
+    try {
+      return checkValue(x)
+    } catch (e) {
+      if (!(e instanceof ValueError)) throw e
+      throw new ProtoError('E_BAD_REQUEST', `${f}: ${e.message}; a value holds only null, booleans, finite numbers, strings, bytes, arrays and maps with string keys (PROTOCOL.md "Values")`, this.id, { field: f, at: e.at })
+    }
   }
 
   events (f: string): EventName[] | undefined {
@@ -254,7 +255,7 @@ export function validateRequest (msg: unknown): Request {
   switch (op) {
     case 'hello': return compact({ ...env, op, client: r.str('client', false, 0, MAX_CLIENT_LENGTH) })
     case 'status': return { ...env, op }
-    case 'mark': return compact({ ...env, op, label: r.str('label', false, 0, MAX_LABEL_LENGTH), context: r.any('context'), meta: r.any('meta') })
+    case 'mark': return compact({ ...env, op, label: r.str('label', false, 0, MAX_LABEL_LENGTH), context: r.value('context'), meta: r.value('meta') })
     case 'restore': return { ...env, op, checkpoint: r.checkpoint('checkpoint', true)! }
     case 'log': return compact({ ...env, op, branch: r.str('branch', false, 1, MAX_BRANCH_LENGTH), limit: r.int('limit', false, 1, MAX_LOG_LIMIT) })
     case 'diff': return compact({ ...env, op, a: r.checkpoint('a', true)!, b: r.checkpoint('b', false) })

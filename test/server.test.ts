@@ -295,6 +295,9 @@ t.test('token and origin', async t => {
   t.equal(await refusedStatus(url, { Authorization: `Basic ${TOKEN}` }), 401, 'not bearer')
   t.equal(await refusedStatus(url, { Authorization: `Bearer ${TOKEN}`, Origin: 'http://evil.example' }), 403, 'origin')
   t.equal(await refusedStatus(url, { Authorization: `Bearer ${TOKEN}` }), 101, 'right token')
+  for (const p of ['x', 'ws', '?token=1', '/'] as const) {
+    t.equal(await refusedStatus(url + p, { Authorization: `Bearer ${TOKEN}` }), 400, `path ${new URL(url + p).pathname}${new URL(url + p).search} refused (only / is served)`)
+  }
   await t.rejects(RewindClient.connect({ url, token: 'nope' }), { code: 'E_UNAUTHORIZED' }, 'client sees E_UNAUTHORIZED')
   const status = await new Promise<number>(resolve => get(url.replace('ws:', 'http:'), res => { res.resume(); resolve(res.statusCode ?? 0) }))
   t.equal(status, 426, 'plain HTTP gets 426')
