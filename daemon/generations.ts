@@ -444,7 +444,7 @@ export class Generations implements TableSource {
    * restore. So an interrupted restore either completes or never happened,
    * and one that was acknowledged survives a crash.
    */
-  restore (ws: Workspace, id: CheckpointId, invalidate: (items: InvalidationItem[]) => Promise<void>): Promise<RestoreInfo> {
+  restore (ws: Workspace, id: CheckpointId, invalidate: (items: InvalidationItem[]) => Promise<void>): Promise<Omit<RestoreInfo, 'recovery'>> {
     try { this.checkpoint(id) } catch (e) { return Promise.reject(e) }
     return this.mutex.run(async () => {
       const t0 = performance.now()

@@ -152,6 +152,8 @@ export class Ledger {
   private readonly occs = new Map<number, Occ>()
   /** target \0 identity -> occurrences (not compensations), oldest first */
   private readonly byKey = new Map<string, number[]>()
+  /** checkpoint entries (and noted ones): id -> generation and parent, kept after gc removes the checkpoint */
+  private readonly checkpoints = new Map<number, { generation: number, parent: number | null }>()
   private readonly pendingMarks: Array<Record<string, unknown> & { kind: 'checkpoint' }> = []
   private queue: Promise<unknown> = Promise.resolve()
   private closed = false
@@ -246,6 +248,29 @@ export class Ledger {
     const reg = this.registrations.get(tool)
     const d = decide(reg?.class ?? 'unknown', this.prior(target, identity))
     return gateInfo(d)
+  }
+
+  /**
+   * What the gate would decide for a begin now (effect_gate), records
+   * nothing: the identity is derived from `request` (or given) as begin does.
+   * E_EFFECT_UNREGISTERED for an unregistered tool.
+   */
+  async gate (args: { tool: string, target: string, request?: EffectRequest, identity?: string }): Promise<GateInfo & { identity: string }> {
+    const tool = checkName('tool', args.tool, MAX_TOOL_LENGTH)
+    const target = checkName('target', args.target, MAX_TARGET_LENGTH)
+    return await this.exclusive(async () => {
+      const reg = this.registrations.get(tool)
+      if (reg === undefined) throw new EffectError('E_EFFECT_UNREGISTERED', `tool ${tool} is not registered: register its effect class first (effect_register)`, { tool })
+      let identity: string
+      try { identity = args.identity ?? deriveIdentity(target, args.request ?? {}, reg.exclude) } catch (e) { bad('request.body', (e as Error).message) }
+      if (this.damaged.length === 0 && !this.closed) await this.expire()
+      return { ...this.decision(tool, target, identity), identity }
+    })
+  }
+
+  /** The checkpoint the ledger recorded (or noted) with id `id`: its generation and parent; null when it has none. */
+  checkpointOf (id: number): { generation: number, parent: number | null } | null {
+    return this.checkpoints.get(id) ?? null
   }
 
   // ------------------------------------------------------------ writing
@@ -383,6 +408,7 @@ export class Ledger {
   noteCheckpoint (c: { checkpoint: number, generation: number, branch: string, parent: number | null }): void {
     if (this.closed || this.damaged.length > 0) return
     this.pendingMarks.push({ kind: 'checkpoint', checkpoint: c.checkpoint, generation: c.generation, branch: c.branch, parent: c.parent })
+    this.checkpoints.set(c.checkpoint, { generation: c.generation, parent: c.parent })
   }
 
   /**
@@ -531,6 +557,9 @@ export class Ledger {
     this.entries++
     const f = e as Record<string, any>
     switch (e.kind) {
+      case 'checkpoint':
+        this.checkpoints.set(f.checkpoint, { generation: f.generation, parent: f.parent ?? null })
+        break
       case 'register':
         this.registrations.set(f.tool, { tool: f.tool, class: f.class, exclude: f.exclude ?? [], description: f.description ?? '', time: e.time })
         break

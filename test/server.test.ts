@@ -60,7 +60,7 @@ class FakeApi implements RewindApi {
   async restore (req: { id: number }): Promise<RestoreInfo> {
     this.rec('restore', req)
     this.find(req.id)
-    return { checkpoint: req.id, branch: 'b1', changed: 3, ms: 2, saved: null }
+    return { checkpoint: req.id, branch: 'b1', changed: 3, ms: 2, saved: null, recovery: { trajectory: 'no context' as const, workspace: 'restored' as const, effects: 'none' as const, abandoned: [] } }
   }
 
   async pin (req: { id: number; pinned: boolean }): Promise<CheckpointInfo> {
@@ -363,9 +363,9 @@ t.test('events reach subscribers only', async t => {
   const m = await actor.mark({ label: 'ev' })
   await actor.restore({ id: m.id })
   await sub.status() // replies are ordered after the events on this connection
-  t.same(got, [{ event: 'checkpoint', checkpoint: m }, { event: 'restore', restore: { checkpoint: m.id, branch: 'b1', changed: 3, ms: 2, saved: null } }])
+  t.same(got, [{ event: 'checkpoint', checkpoint: m }, { event: 'restore', restore: { checkpoint: m.id, branch: 'b1', changed: 3, ms: 2, saved: null, recovery: { trajectory: 'no context' as const, workspace: 'restored' as const, effects: 'none' as const, abandoned: [] } } }])
   t.same(otherGot, [], 'not subscribed, nothing received')
-  server.broadcast({ event: 'restore', restore: { checkpoint: 1, branch: 'x', changed: 0, ms: 0, saved: null } })
+  server.broadcast({ event: 'restore', restore: { checkpoint: 1, branch: 'x', changed: 0, ms: 0, saved: null, recovery: { trajectory: 'no context' as const, workspace: 'restored' as const, effects: 'none' as const, abandoned: [] } } })
   await sub.status()
   t.equal(got.length, 3, 'broadcast() reaches subscribers')
 })
