@@ -203,7 +203,7 @@ for (const encoding of ['msgpack', 'json'] as const) {
     const m2 = await c.mark()
     t.equal(m2.label, null)
     t.same(api.calls.at(-1), ['mark', {}], 'absent fields not passed')
-    t.same(await c.restore({ id: 1 }), { checkpoint: 1, branch: 'b1', changed: 3, ms: 2, saved: null })
+    t.same(await c.restore({ id: 1 }), { checkpoint: 1, branch: 'b1', changed: 3, ms: 2, saved: null, recovery: { trajectory: 'no context', workspace: 'restored', effects: 'none', abandoned: [] } })
     t.same(api.calls.at(-1), ['restore', { id: 1 }], 'wire checkpoint → api id')
     t.same((await c.log({ limit: 1 })).map(x => x.id), [2])
     t.same(await c.diff({ a: 1 }), [{ path: 'f', change: 'modified' }])
