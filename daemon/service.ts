@@ -14,6 +14,8 @@ import { ApiError } from '../proto/errors.js'
 import { FsError } from '../base/errno.js'
 import { Memory } from './memory.js'
 import { MAX_CANDIDATES } from '../proto/validate.js'
+import type { Ledger } from '../effects/ledger.js'
+import { abandonedGenerations, recoveryOf } from '../effects/recovery.js'
 
 /** Largest read over the protocol, bytes (16 MiB). */
 export const MAX_READ = 16 * 1024 * 1024
@@ -40,14 +42,20 @@ export interface ServiceDeps {
   gc: (policy: Partial<GcPolicy>) => Promise<GcReport>
   /** rewind memory; default: kept in the generations' store database */
   memory?: Memory
+  /** the store's effect ledger (effects/ledger.ts); without it restores list no effects and effect ops fail */
+  ledger?: Ledger
 }
 
 /** The daemon's RewindApi. */
 export class Service implements RewindApi {
   private readonly memory: Memory
 
+  /** the effect ledger's operations (server dispatch of effect_*) */
+  readonly effects?: Ledger
+
   constructor (private readonly d: ServiceDeps) {
     this.memory = d.memory ?? new Memory(d.generations.db)
+    this.effects = d.ledger
   }
 
   async status (): Promise<StatusInfo> {
@@ -69,11 +77,28 @@ export class Service implements RewindApi {
   }
 
   async mark (req: { label?: string, context?: unknown, meta?: unknown }): Promise<CheckpointInfo> {
-    return await this.d.generations.mark(this.d.workspace, req)
+    const c = await this.d.generations.mark(this.d.workspace, req)
+    this.d.ledger?.noteCheckpoint({ checkpoint: c.id, generation: c.generation, branch: c.branch, parent: c.parent })
+    return c
   }
 
+  /** Restore, then record it in the effect ledger with the effects of the abandoned suffix (effects/recovery.ts). */
   async restore (req: { id: CheckpointId }): Promise<RestoreInfo> {
-    return await this.d.generations.restore(this.d.workspace, req.id, this.d.invalidate)
+    const g = this.d.generations
+    const fromHead = g.state.head
+    const fromGeneration = g.state.generation
+    const r = await g.restore(this.d.workspace, req.id, this.d.invalidate)
+    const ledger = this.d.ledger
+    const lookup = (id: number): { generation: number, parent: number | null } | null => {
+      const c = g.checkpoints.get(id)
+      return ledger?.checkpointOf(id) ?? (c === undefined ? null : { generation: c.generation, parent: c.parent })
+    }
+    if (r.saved !== null) {
+      const s = g.checkpoints.get(r.saved)
+      if (s !== undefined) ledger?.noteCheckpoint({ checkpoint: s.id, generation: s.generation, branch: s.branch, parent: s.parent })
+    }
+    const abandoned = ledger === undefined ? [] : await ledger.noteRestore({ checkpoint: r.checkpoint, from: fromHead, branch: r.branch, saved: r.saved, abandoned: abandonedGenerations(fromHead, fromGeneration, r.checkpoint, lookup) })
+    return { ...r, recovery: recoveryOf((g.checkpoints.get(r.checkpoint)?.context ?? null) !== null, abandoned) }
   }
 
   async log (req: { branch?: string, limit?: number }): Promise<CheckpointInfo[]> {
