@@ -13,12 +13,9 @@ import { TreeView } from '../fs/tree.js'
 import { ApiError } from '../proto/errors.js'
 import { FsError } from '../base/errno.js'
 import { Memory } from './memory.js'
-import { MAX_CANDIDATES } from '../proto/validate.js'
+import { MAX_CANDIDATES, MAX_READ_LENGTH } from '../proto/validate.js'
 import type { Ledger } from '../effects/ledger.js'
 import { abandonedGenerations, recoveryOf } from '../effects/recovery.js'
-
-/** Largest read over the protocol, bytes (16 MiB). */
-export const MAX_READ = 16 * 1024 * 1024
 
 export interface ServiceDeps {
   workspace: Workspace
@@ -161,7 +158,7 @@ export class Service implements RewindApi {
     if (!r) throw new ApiError('E_NOT_FOUND', `${req.path}: no such file`)
     if (!isFile(r)) throw new ApiError('E_BAD_REQUEST', `path: ${req.path === '' ? '/' : req.path} is not a regular file`, { field: 'path' })
     const offset = req.offset ?? 0
-    const length = Math.min(req.length ?? MAX_READ, MAX_READ, Math.max(0, r.size - offset))
+    const length = Math.min(req.length ?? MAX_READ_LENGTH, MAX_READ_LENGTH, Math.max(0, r.size - offset))
     const buf = Buffer.alloc(length)
     const n = this.d.workspace.readRecord(r, buf, length, offset, req.id === undefined)
     return buf.subarray(0, n)
