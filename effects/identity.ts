@@ -13,7 +13,7 @@
  * target is "the same effect" for the recovery gate (effects/gate.ts).
  */
 import { createHash } from 'node:crypto'
-import canonicalize from 'canonicalize'
+import { canonicalJson } from '../proto/canonical.js'
 
 /** Longest identity a caller may give, UTF-16 code units. */
 export const MAX_IDENTITY_LENGTH = 512
@@ -52,10 +52,9 @@ export function deriveIdentity (target: string, req: EffectRequest, exclude: rea
   let body: unknown = null
   if (req.body instanceof Uint8Array) body = { sha256: createHash('sha256').update(req.body).digest('hex') }
   else if (req.body !== undefined) body = withoutFields(req.body, exclude)
-  let text: string | undefined
-  try { text = canonicalize({ method: req.method ?? '', target, body }) } catch (e) {
+  let text: string
+  try { text = canonicalJson({ method: req.method ?? '', target, body }) } catch (e) {
     throw new TypeError(`request.body is not a JSON value: ${(e as Error).message}`)
   }
-  if (text === undefined) throw new TypeError('request.body is not a JSON value')
   return 'sha256:' + createHash('sha256').update(text).digest('hex')
 }

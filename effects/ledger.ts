@@ -36,10 +36,11 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import canonicalize from 'canonicalize'
+import { canonicalJson } from '../proto/canonical.js'
+import { checkValue } from '../proto/values.js'
 import lockfile from 'proper-lockfile'
 import { isEffectClass, isEffectStatus, isReconcileVerdict, type EffectActor, type EffectBeginInfo, type EffectClass, type EffectInfo, type EffectRegistration, type EffectStatus, type GateInfo, type ReconcileVerdict } from '../proto/effects.js'
-import { checkHead, entryLine, LEDGER_FILE, LEDGER_HEAD_FILE, parseLedger, readHead, sealEntry, type ChainProblem, type LedgerEntry, type LedgerHead, fsyncDir } from '../store/effect-chain.js'
+import { checkHead, entryLine, LEDGER_FILE, LEDGER_HEAD_FILE, parseLedger, readHead, sealEntry, type ChainProblem, type LedgerEntry, type LedgerHead, fsyncDir, parseLine } from '../store/effect-chain.js'
 import { decide, decideCompensation, type GateDecision, type PriorOccurrence } from './gate.js'
 import { isWellFormed } from '../proto/validate.js'
 import { deriveIdentity, isJsonPointer, MAX_IDENTITY_LENGTH, type EffectRequest } from './identity.js'
@@ -122,14 +123,22 @@ function checkName (field: string, v: unknown, max: number): string {
   return v
 }
 
-/** A JSON value of at most `max` canonical bytes (no bytes, NaN, Infinity, lone surrogates). */
+/**
+ * A value of the protocol's value model (PROTOCOL.md "Values": integers up
+ * to 2^64-1 exact) of at most `max` canonical bytes, as a copy; no bytes
+ * (the ledger is a JSON-lines file: encode them, e.g. as base64).
+ */
 function checkJson (field: string, v: unknown, max: number): unknown {
   if (v === undefined) return null
-  let text: string | undefined
-  try { text = canonicalize(v) } catch (e) { bad(field, `expected a JSON value (${(e as Error).message})`) }
-  if (text === undefined || containsBytes(v)) bad(field, 'expected a JSON value (no bytes: encode them, e.g. as base64)')
+  if (containsBytes(v)) bad(field, 'expected a JSON value (no bytes: encode them, e.g. as base64)')
+  let copy: unknown
+  let text: string
+  try {
+    copy = checkValue(structuredClone(v))
+    text = canonicalJson(copy)
+  } catch (e) { bad(field, `expected a JSON value (${(e as Error).message})`) }
   if (Buffer.byteLength(text) > max) bad(field, `at most ${max} bytes of JSON, got ${Buffer.byteLength(text)}`)
-  return JSON.parse(text)
+  return copy
 }
 
 function containsBytes (v: unknown): boolean {
@@ -292,7 +301,7 @@ export class Ledger {
     return await this.exclusive(async () => {
       const had = this.registrations.get(tool)
       if (had !== undefined) {
-        if (had.class === args.class && canonicalize(had.exclude) === canonicalize(exclude)) return had
+        if (had.class === args.class && canonicalJson(had.exclude) === canonicalJson(exclude)) return had
         throw new EffectError('E_EFFECT_CLASS_CONFLICT', `tool ${tool} is registered as ${had.class} excluding [${had.exclude.join(', ')}]; a tool's class and exclusions cannot change: register it under a new name`, { tool, registered: had })
       }
       await this.write([{ kind: 'register', tool, class: args.class, exclude, description }], true)
@@ -516,7 +525,7 @@ export class Ledger {
     else lines.pop()
     for (const l of lines) {
       let e: LedgerEntry
-      try { e = JSON.parse(l) as LedgerEntry } catch { this.damaged.push({ code: 'E_LEDGER_CHANGED', message: 'another process appended a line that is not a ledger entry' }); return }
+      try { e = parseLine(l) as LedgerEntry } catch { this.damaged.push({ code: 'E_LEDGER_CHANGED', message: 'another process appended a line that is not a ledger entry' }); return }
       const expect = sealEntry({ ...e, kind: e.kind }, this.head, e.time)
       if (e.seq !== expect.seq || e.prev !== expect.prev || e.hash !== expect.hash) { this.damaged.push({ code: 'E_LEDGER_CHANGED', message: `entry #${e.seq} appended by another process does not continue the chain` }); return }
       this.apply(e)

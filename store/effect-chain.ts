@@ -1,5 +1,5 @@
 /**
- * The effect ledger's file and its hash chain (store format 3,
+ * The effect ledger's file and its hash chain (store format 4,
  * store/FORMAT.md "Effect ledger"). The ledger is one append-only
  * text file in the store, outside the workspace:
  *
@@ -9,7 +9,8 @@
  * Every entry has `seq` (1, 2, 3, ... in file order), `time` (ms since the
  * epoch), `kind`, `prev` (the previous entry's hash; 64 zeros for the first)
  * and `hash`: the SHA-256 (hex) of the entry without `hash`, canonicalised as
- * RFC 8785 (JSON Canonicalization Scheme, npm `canonicalize`). So an entry
+ * RFC 8785 (JSON Canonicalization Scheme, npm `canonicalize`), integers
+ * beyond 2^53 written exactly (proto/canonical.ts). So an entry
  * changed in place fails its hash, a removed or reordered entry breaks the
  * seq and prev links, and a truncated tail leaves the head file naming an
  * entry the file no longer has. The head is written after the file, so
@@ -22,7 +23,8 @@
 import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
-import canonicalize from 'canonicalize'
+import { canonicalJson } from '../proto/canonical.js'
+import { parseMessage, stringifyMessage } from '../proto/json.js'
 
 /** Directory of the ledger inside a store. */
 export const LEDGER_DIR = 'effects'
@@ -52,11 +54,10 @@ export type ChainProblemCode = 'E_LEDGER_CHANGED' | 'E_LEDGER_REMOVED' | 'E_LEDG
 /** One problem of the chain, naming the entry (seq) and the line of the file where known. */
 export interface ChainProblem { code: ChainProblemCode, message: string, seq?: number, line?: number }
 
-/** SHA-256 hex of an entry without its `hash` field, canonicalised by RFC 8785. */
+/** SHA-256 hex of an entry without its `hash` field, canonicalised by RFC 8785 with exact 64-bit integers (proto/canonical.ts). Throws for a field that is no JSON value. */
 export function entryHash (e: Record<string, unknown>): string {
   const { hash: _hash, ...rest } = e
-  const text = canonicalize(rest)
-  if (text === undefined) throw new TypeError('entryHash: the entry is not a JSON value')
+  const text = canonicalJson(rest)
   return createHash('sha256').update(text).digest('hex')
 }
 
@@ -69,9 +70,14 @@ export function sealEntry (fields: { kind: string, [k: string]: unknown }, head:
   return e
 }
 
-/** One entry as a line of the file. */
+/** One entry as a line of the file: JSON, integers beyond 2^53 with all their digits (proto/json.ts). */
 export function entryLine (e: LedgerEntry): string {
-  return JSON.stringify(e) + '\n'
+  return stringifyMessage(e) + '\n'
+}
+
+/** Parse one line of the file (integers beyond 2^53 exact, as bigint); throws SyntaxError when it is not JSON. */
+export function parseLine (line: string): unknown {
+  return parseMessage(line)
 }
 
 function isEntryShape (x: unknown): x is LedgerEntry {
@@ -126,7 +132,7 @@ export function parseLedger (text: string): ParsedLedger {
   const raw = body.length === 0 ? [] : body.slice(0, -1).split('\n')
   raw.forEach((l, i) => {
     let x: unknown
-    try { x = JSON.parse(l) } catch { x = undefined }
+    try { x = parseLine(l) } catch { x = undefined }
     if (!isEntryShape(x)) { problems.push({ code: 'E_LEDGER_CHANGED', message: `line ${i + 1} of the ledger is not a ledger entry (it was changed or overwritten)`, line: i + 1 }); return }
     if (entryHash(x) !== x.hash) problems.push({ code: 'E_LEDGER_CHANGED', message: `entry #${x.seq} (line ${i + 1}, ${x.kind}) was changed: its content does not match its hash`, seq: x.seq, line: i + 1 })
     entries.push(x)
@@ -200,7 +206,7 @@ export interface LedgerCheck {
 }
 
 /**
- * Verify the ledger of the store in `storeDir` (format 3): file and head
+ * Verify the ledger of the store in `storeDir` (format 4): file and head
  * present, chain intact, head matching. Reads only. Cost: O(file).
  */
 export function verifyLedger (storeDir: string): LedgerCheck {
@@ -239,7 +245,7 @@ export function writeHeadSync (storeDir: string, head: LedgerHead): void {
 /**
  * Create the ledger of a store: the directory, a first `genesis` entry with
  * `fields`, and the head; all fsynced. Does nothing when the ledger file
- * exists already. Used for a new store and by the format 2 -> 3 migration.
+ * exists already. Used for a new store and by the format 3 -> 4 migration (store/migrate.ts).
  */
 export function createLedgerSync (storeDir: string, fields: Record<string, unknown>): boolean {
   const dir = path.join(storeDir, LEDGER_DIR)
