@@ -26,6 +26,7 @@ import { registerStatus } from './commands/status.js'
 import { registerPin } from './commands/pin.js'
 import { registerGc } from './commands/gc.js'
 import { registerVerify } from './commands/verify.js'
+import { registerEffects } from './commands/effects.js'
 
 /** The whole program, every command added; parseAsync(argv) runs one. */
 export function program (): Command {
@@ -47,6 +48,7 @@ export function program (): Command {
   registerPin(p)
   registerGc(p)
   registerVerify(p)
+  registerEffects(p)
   return p
 }
 
