@@ -8,6 +8,7 @@
  *    reason; the protocol has no override;
  *  - `rewindfs effects reconcile` settles an unknown outcome;
  *  - a restore reports three separate facts and lists the abandoned effects;
+ *  - two protocol clients beginning the same effect at once: one admitted;
  *  - `rewindfs verify` exits 1 and names a changed, removed or reordered
  *    ledger entry, and a truncated tail.
  */
@@ -19,6 +20,7 @@ import { mountWorkspace } from './helpers/mount.js'
 import { EXTERNAL_COMMANDS_FILE } from '../effects/patterns.js'
 import { LEDGER_FILE } from '../store/effect-chain.js'
 import { RewindError } from '../client/errors.js'
+import { RewindClient } from '../client/client.js'
 
 t.test('exec, effects, override, reconcile, restore and verify', async tt => {
   const m = await mountWorkspace(tt, dir => { fs.writeFileSync(path.join(dir, 'a.txt'), 'a\n') })
@@ -102,6 +104,16 @@ t.test('exec, effects, override, reconcile, restore and verify', async tt => {
   tt.same(r.recovery.abandoned.map(e => e.status).sort(), ['confirmed', 'unknown', 'unknown', 'unknown'], 'the abandoned effects are listed with their status')
   const repeat = await m.client.effectBegin({ tool: 'exec: ticket (compensable)', target: `${script} 0`, request: { method: 'exec', body: { argv: [script, '0'], cwd: m.root } } }).catch((e: unknown) => e)
   tt.ok(repeat instanceof RewindError && repeat.code === 'E_EFFECT_DONE', 'choosing an earlier checkpoint does not authorise a retry')
+
+  // two protocol clients begin the same effect at once: exactly one is admitted
+  await m.client.effectRegister({ tool: 'race', class: 'compensable' })
+  const other = await RewindClient.connect({ storeDir: m.store, timeoutMs: 60000 })
+  try {
+    const args = { tool: 'race', target: 'http://127.0.0.1/race', request: { method: 'POST', body: { n: 1 } } }
+    const settled = await Promise.allSettled([m.client.effectBegin(args), other.effectBegin(args), m.client.effectBegin(args), other.effectBegin(args)])
+    tt.equal(settled.filter(x => x.status === 'fulfilled').length, 1, 'two clients, four begins of one identity: one admitted')
+    tt.same([...new Set(settled.flatMap(x => x.status === 'rejected' ? [(x.reason as RewindError).code] : []))], ['E_EFFECT_UNKNOWN'], 'the others see it in flight')
+  } finally { await other.close() }
 
   await m.unmount()
   const clean = await m.cli(['verify', '--store', m.store])
