@@ -99,10 +99,7 @@ export class Service implements RewindApi {
   }
 
   async log (req: { branch?: string, limit?: number }): Promise<CheckpointInfo[]> {
-    const g = this.d.generations
-    const all = [...g.checkpoints.values()].filter(c => req.branch === undefined || c.branch === req.branch)
-    all.sort((a, b) => b.id - a.id)
-    return all.slice(0, req.limit ?? 100).map(c => g.info(c))
+    return this.d.generations.log(req)
   }
 
   async diff (req: { a: CheckpointId, b?: CheckpointId }): Promise<DiffEntry[]> {

@@ -12,6 +12,7 @@ import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_proces
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { RewindClient } from '../../client/client.js'
+import { CONNECTION_FILE } from '../../daemon/token.js'
 
 const run = promisify(execFile)
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -63,7 +64,7 @@ async function startDaemon (dir: string, store: string, home: string): Promise<C
   let exited = false
   child.once('exit', () => { exited = true })
   while (Date.now() < deadline && !exited) {
-    try { if (JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')).pid === child.pid) return child } catch {}
+    try { if (JSON.parse(fs.readFileSync(path.join(store, CONNECTION_FILE), 'utf8')).pid === child.pid) return child } catch {}
     await new Promise(resolve => setTimeout(resolve, 25))
   }
   child.kill('SIGKILL')
