@@ -27,6 +27,9 @@ import { registerPin } from './commands/pin.js'
 import { registerGc } from './commands/gc.js'
 import { registerVerify } from './commands/verify.js'
 import { registerEffects } from './commands/effects.js'
+import { registerUndo } from './commands/undo.js'
+import { registerBisect } from './commands/bisect.js'
+import { registerBlame } from './commands/blame.js'
 
 /** The whole program, every command added; parseAsync(argv) runs one. */
 export function program (): Command {
@@ -49,6 +52,9 @@ export function program (): Command {
   registerGc(p)
   registerVerify(p)
   registerEffects(p)
+  registerUndo(p)
+  registerBisect(p)
+  registerBlame(p)
   return p
 }
 

@@ -209,8 +209,8 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
         return r
       }
       case 'restore': {
-        const r = await api.restore({ id: req.checkpoint })
-        if (autoEvents) broadcast({ event: 'restore', restore: r })
+        const r = await api.restore(opt({ id: req.checkpoint, paths: req.paths, dryRun: req.dryRun }))
+        if (autoEvents && r.dryRun !== true) broadcast({ event: 'restore', restore: r })
         return r
       }
       case 'log': return await api.log(opt({ branch: req.branch, limit: req.limit }))
@@ -235,6 +235,12 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
       case 'effect_complete': return await effects().complete(opt({ occurrence: req.occurrence, status: req.status, evidence: req.evidence }))
       case 'effect_reconcile': return await effects().reconcile(opt({ occurrence: req.occurrence, verdict: req.verdict, evidence: req.evidence }))
       case 'effect_list': return await effects().list(opt({ run: req.run, branch: req.branch, status: req.status, target: req.target, limit: req.limit }))
+      case 'undo': {
+        const r = await api.undo(opt({ id: req.checkpoint, dryRun: req.dryRun }))
+        if (autoEvents && r.applied && r.restore) broadcast({ event: 'restore', restore: r.restore })
+        return r
+      }
+      case 'history': return await api.history(opt({ path: req.path, all: req.all, limit: req.limit, meta: req.meta }))
       case 'subscribe': {
         c.events = new Set(req.events ?? EVENTS)
         c.eventEncoding = encoding

@@ -4,7 +4,7 @@
  * writer. Paths arrive validated by proto/ (workspace-relative, no '..').
  */
 import type { CheckpointId } from '../base/types.js'
-import type { CandidateInfo, CheckpointInfo, DiffEntry, GcPolicy, GcReport, MemoryEntry, RestoreInfo, RewindApi, RunEndInfo, StatInfo, StatusInfo } from './api.js'
+import type { CandidateInfo, CheckpointInfo, DiffEntry, GcPolicy, GcReport, MemoryEntry, PathHistoryEntry, RestoreInfo, RewindApi, RunEndInfo, StatInfo, StatusInfo, UndoInfo } from './api.js'
 import { type InodeRecord, isDir, isFile, typeName } from '../fs/inode.js'
 import type { Workspace } from '../fs/workspace.js'
 import type { CheckpointRecord, Generations } from '../fs/history/generations.js'
@@ -79,9 +79,16 @@ export class Service implements RewindApi {
     return c
   }
 
-  /** Restore, then record it in the effect ledger with the effects of the abandoned suffix (effects/recovery.ts). */
-  async restore (req: { id: CheckpointId }): Promise<RestoreInfo> {
+  /**
+   * Restore. With `paths` or `dryRun`: main's selective restore or preview
+   * (no branch is abandoned, so no `recovery`). A full restore is recorded in
+   * the effect ledger with the effects of the abandoned suffix
+   * (effects/recovery.ts), which `recovery` lists.
+   */
+  async restore (req: { id: CheckpointId, paths?: string[], dryRun?: boolean }): Promise<RestoreInfo> {
     const g = this.d.generations
+    if (req.paths !== undefined) return await g.restorePaths(this.d.workspace, req.id, req.paths.map(path => ({ path })), this.d.invalidate, { dryRun: req.dryRun === true })
+    if (req.dryRun === true) return await g.restorePreview(this.d.workspace, req.id)
     const fromHead = g.state.head
     const fromGeneration = g.state.generation
     const r = await g.restore(this.d.workspace, req.id, this.d.invalidate)
@@ -202,6 +209,14 @@ export class Service implements RewindApi {
     const ended = Date.now()
     await this.d.generations.db.batch().put('run', req.run, { ended }).write({ sync: true })
     return { run: req.run, ended }
+  }
+
+  async undo (req: { id: CheckpointId, dryRun?: boolean }): Promise<UndoInfo> {
+    return await this.d.generations.undo(this.d.workspace, req.id, this.d.invalidate, req.dryRun === true)
+  }
+
+  async history (req: { path: string, all?: boolean, limit?: number, meta?: boolean }): Promise<PathHistoryEntry[]> {
+    return await this.d.generations.history(this.d.workspace, req.path, { all: req.all, limit: req.limit ?? 100, meta: req.meta })
   }
 
   async gc (req: Partial<GcPolicy>): Promise<GcReport> {

@@ -110,7 +110,9 @@ async function oneRun (client: RewindClient, dir: string, tracker: Tracker, way:
   say(first.ticket !== undefined ? `  ticket #${first.ticket.id} created (recorded ${first.status})` : `  no response: the outcome is recorded ${first.status}`)
   fs.writeFileSync(path.join(dir, 'fix.js'), 'broken()\n')
   say('  the fix fails on this branch: rewind')
-  const r = await client.restore({ id: before.id })
+  const restored = await client.restore({ id: before.id })
+  if (restored.recovery === undefined) throw new Error('a full restore reports recovery: this daemon keeps no effect ledger')
+  const r = { recovery: restored.recovery }
   say(`restore #${before.id}: trajectory ${r.recovery.trajectory}, workspace ${r.recovery.workspace}, external effects ${r.recovery.effects}`)
   say((notUndoneNote(r.recovery.abandoned) ?? '').split('\n').map(l => `  ${l}`).join('\n'))
   const occurrence = r.recovery.abandoned[0]?.occurrence

@@ -100,7 +100,7 @@ t.test('the backtrack tools list the effects a rewind cannot undo', async tt => 
   tt.match(c.external_effects, [{ occurrence: 9, tool: 'create_ticket', target: 'http://t/tickets', status: 'unknown', after_checkpoint: 3 }], 'listed with status and the checkpoint they followed')
   const done = await backtrackCommit(client, 'r', { checkpoint_id: 3, reason: 'wrong approach', memory: { tried: 'a', why_abandoned: 'b', instead: 'c', facts: [], milestones: [] } })
   tt.match(done.notUndone, [{ occurrence: 9, status: 'unknown' }], 'the commit returns what the rewind did not undo')
-  const note = notUndoneNote(done.restore.recovery.abandoned)
+  const note = notUndoneNote(done.restore?.recovery?.abandoned ?? [])
   tt.match(note, /not these external effects of the abandoned branch/)
   tt.match(note, /#9 create_ticket on http:\/\/t\/tickets: unknown/)
   tt.equal(notUndoneNote([]), null, 'no note when nothing was abandoned')

@@ -68,7 +68,9 @@ t.test('override, reconcile, restore, concurrent begins, the Python wrapper', as
   await c.effectComplete({ occurrence: third.occurrence, status: 'confirmed', evidence: { ticket: 1 } })
   tt.equal(await refusedCode(), 'E_EFFECT_DONE', 'confirmed: refused, accept the fact')
 
-  const r = await c.restore({ id: before.id })
+  const full = await c.restore({ id: before.id })
+  tt.ok(full.recovery !== undefined, 'a full restore reports recovery')
+  const r = { recovery: full.recovery! }
   tt.equal(r.recovery.workspace, 'restored')
   tt.equal(r.recovery.trajectory, 'no context', 'the checkpoint carries no context: the trajectory is not restored')
   tt.equal(r.recovery.effects, 'unreconciled', 'an occurrence is unknown and not reconciled: effects are not reconciled')
