@@ -30,6 +30,9 @@ import { registerEffects } from './commands/effects.js'
 import { registerUndo } from './commands/undo.js'
 import { registerBisect } from './commands/bisect.js'
 import { registerBlame } from './commands/blame.js'
+import { registerMcp } from './commands/mcp.js'
+import { registerHooks } from './commands/hooks.js'
+import { registerRewind } from './commands/rewind.js'
 
 /** The whole program, every command added; parseAsync(argv) runs one. */
 export function program (): Command {
@@ -55,6 +58,9 @@ export function program (): Command {
   registerUndo(p)
   registerBisect(p)
   registerBlame(p)
+  registerMcp(p)
+  registerHooks(p)
+  registerRewind(p)
   return p
 }
 
