@@ -63,8 +63,15 @@ export interface RestoreInfo {
   changed: Integer
   /** time the restore took inside the daemon, including kernel cache invalidation, ms */
   ms: number
-  /** the checkpoint ("before restore to N") that keeps the unsaved changes the restore replaced, or null when there were none */
+  /** the checkpoint ("before restore to N") that keeps the unsaved changes the restore replaced (the newest of savedAll), or null when there were none */
   saved: CheckpointId | null
+  /**
+   * every "before restore to N" checkpoint this restore recorded, oldest
+   * first: writes that complete while the restore waits on its store writes
+   * are sealed as one more on top of the last (each holds all before it).
+   * Empty when nothing was unsaved. Absent from daemons before this field.
+   */
+  savedAll?: CheckpointId[]
   /** a full restore only (not with `paths` or `dryRun`): three separate facts (trajectory, workspace, external effects) and every effect of the abandoned suffix; a rewind undoes none of them (proto/effects.ts) */
   recovery?: RecoveryInfo
   /** restore with `paths` only: the paths restored (normalised; one below another restored path is left out, the ancestor covers it) */
