@@ -26,6 +26,7 @@ import { registerStatus } from './commands/status.js'
 import { registerPin } from './commands/pin.js'
 import { registerGc } from './commands/gc.js'
 import { registerVerify } from './commands/verify.js'
+import { registerEffects } from './commands/effects.js'
 import { registerUndo } from './commands/undo.js'
 import { registerBisect } from './commands/bisect.js'
 import { registerBlame } from './commands/blame.js'
@@ -53,6 +54,7 @@ export function program (): Command {
   registerPin(p)
   registerGc(p)
   registerVerify(p)
+  registerEffects(p)
   registerUndo(p)
   registerBisect(p)
   registerBlame(p)

@@ -20,6 +20,8 @@ import {
   type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo, type UndoInfo, type PathHistoryEntry,
 } from '../proto/messages.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
+import type { EffectBeginArgs } from '../proto/messages.js'
+import type { EffectBeginInfo, EffectInfo, EffectRegistration, GateInfo } from '../proto/effects.js'
 import { ConnectionError, RewindError, TimeoutError } from './errors.js'
 import { discover } from './discover.js'
 
@@ -215,6 +217,48 @@ export class RewindClient {
    */
   gc (args: Partial<GcPolicy> = {}, o?: CallOptions): Promise<GcReport> {
     return this.call('gc', args, o)
+  }
+
+  // ------------------------------------------------------------ effects (proto/effects.ts, PROTOCOL.md "Effects")
+
+  /** Register a tool's effect class (and the body fields its derived identities leave out, as JSON Pointers). */
+  effectRegister (args: OpArgs['effect_register'], o?: CallOptions): Promise<EffectRegistration> {
+    return this.call('effect_register', args, o)
+  }
+
+  /** Begin an effect: the occurrence id, or the gate's refusal as RewindError (E_EFFECT_DONE, E_EFFECT_COMPENSATE_ONLY, E_EFFECT_IRREVERSIBLE, E_EFFECT_UNKNOWN; details.gate.message says what to do). */
+  effectBegin (args: EffectBeginArgs, o?: CallOptions): Promise<EffectBeginInfo> {
+    return this.call('effect_begin', args, o)
+  }
+
+  /** Begin the compensation of occurrence `compensates`: a new effect with its own occurrence id. */
+  effectCompensate (args: EffectBeginArgs & { compensates: number }, o?: CallOptions): Promise<EffectBeginInfo> {
+    return this.call('effect_compensate', args, o)
+  }
+
+  /** What the gate would decide for a begin now; records nothing. */
+  effectGate (args: OpArgs['effect_gate'], o?: CallOptions): Promise<GateInfo> {
+    return this.call('effect_gate', args, o)
+  }
+
+  /** intent -> pending: the call is being sent. */
+  effectSent (args: OpArgs['effect_sent'], o?: CallOptions): Promise<EffectInfo> {
+    return this.call('effect_sent', args, o)
+  }
+
+  /** Record the outcome (confirmed, failed or unknown) with evidence. */
+  effectComplete (args: OpArgs['effect_complete'], o?: CallOptions): Promise<EffectInfo> {
+    return this.call('effect_complete', args, o)
+  }
+
+  /** Record what an authoritative re-read of the target showed: absent, present or wrong. */
+  effectReconcile (args: OpArgs['effect_reconcile'], o?: CallOptions): Promise<EffectInfo> {
+    return this.call('effect_reconcile', args, o)
+  }
+
+  /** Occurrences, newest first, filtered by run, branch, status and target. */
+  effectList (args: OpArgs['effect_list'] = {}, o?: CallOptions): Promise<EffectInfo[]> {
+    return this.call('effect_list', args, o)
   }
 
   /** Unmount the workspace; with `discard` it gets its original content back. */

@@ -33,6 +33,7 @@ import type { AssistantMessage, ChatMessage, Model, ToolCall, ToolSpec } from '.
 import { getMemory, injectMemory } from './memory.js'
 import { SessionRecorder } from './recorder.js'
 import type { RunLog } from './runlog.js'
+import { notUndoneNote } from './effects.js'
 import { BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, backtrackCandidates, backtrackCommit, backtrackTools, ToolArgumentError, type RewindDepth } from './tools.js'
 
 /** What a tool did: its result (any JSON; sent to the model as JSON text) and exit status (0 success). */
@@ -191,6 +192,8 @@ export class Runner {
             this.o.log?.fork(done.checkpoint)
             const stored = storedMessages(await client.context({ id: done.checkpoint }), done.checkpoint)
             messages = injectMemory(stored, await getMemory(client, run))
+            const note = notUndoneNote(done.restore?.recovery?.abandoned ?? [])
+            if (note !== null) messages = [...messages, { role: 'user', content: note }]
             // at depth context the files were kept: the segment goes on from the head, not from the checkpoint
             if (done.depth === 'both') this.recorder.resetTo(done.checkpoint)
           }

@@ -17,6 +17,7 @@ import type { RewindClient } from './client.js'
 import type { ToolSpec } from './chat.js'
 import { addMemory, MEMORY_NOTE_SCHEMA, validateMemoryNote, type MemoryNote, type MemoryRecord } from './memory.js'
 import { summarizeSegment } from './segment.js'
+import { effectView, type EffectView } from './effects.js'
 import { MAX_CANDIDATES } from '../proto/validate.js'
 
 export const BACKTRACK_CANDIDATES = 'backtrack_candidates'
@@ -143,11 +144,21 @@ export function candidateView (c: CandidateInfo): CandidateView {
   return { id: c.id, step: c.step, label: c.label, time: c.time, branch: c.branch, eta: summarizeSegment(c.meta) }
 }
 
-/** Run backtrack_candidates: up to `limit` (≤ 80) checkpoints of the current lineage, newest first. */
-export async function backtrackCandidates (client: Pick<RewindClient, 'candidates'>, args: Record<string, unknown>, limit = MAX_CANDIDATES): Promise<{ candidates: CandidateView[] }> {
+/**
+ * Run backtrack_candidates: up to `limit` (≤ 80) checkpoints of the current
+ * lineage, newest first, and `external_effects`: the effects recorded on the
+ * current branch (newest 20), which a rewind does not undo (each with the
+ * checkpoint it happened after). A client without effect_list lists none.
+ */
+export async function backtrackCandidates (client: Pick<RewindClient, 'candidates'> & Partial<Pick<RewindClient, 'effectList' | 'status'>>, args: Record<string, unknown>, limit = MAX_CANDIDATES): Promise<{ candidates: CandidateView[], external_effects: EffectView[] }> {
   parseCandidatesArgs(args)
   const list = await client.candidates({ limit: Math.min(Math.max(1, limit), MAX_CANDIDATES) })
-  return { candidates: list.map(candidateView) }
+  let effects: EffectView[] = []
+  if (client.effectList !== undefined && client.status !== undefined) {
+    const branch = (await client.status()).branch
+    effects = (await client.effectList({ branch, limit: 20 })).map(effectView)
+  }
+  return { candidates: list.map(candidateView), external_effects: effects }
 }
 
 /** What a committed backtrack did. */
@@ -164,6 +175,8 @@ export interface Committed {
   record: MemoryRecord
   /** entries the run's memory holds now */
   memoryCount: number
+  /** the effects of the abandoned branch, which the rewind did not undo (restore.recovery.abandoned) */
+  notUndone: EffectView[]
 }
 
 /**
@@ -193,5 +206,5 @@ export async function backtrackCommit (
   const record: MemoryRecord = { kind: 'rewindfs.memory/1', ...a.memory, reason: a.reason, from, to, time: Date.now() }
   const memoryCount = (await addMemory(client, run, record))
   const restore = depth === 'context' ? null : await client.restore({ id: to })
-  return { checkpoint: to, from, depth, restore, record, memoryCount }
+  return { checkpoint: to, from, depth, restore, record, memoryCount, notUndone: (restore?.recovery?.abandoned ?? []).map(effectView) }
 }

@@ -5,9 +5,26 @@
  * shapes, defined once in proto/messages.ts.
  */
 import type { CheckpointId } from '../base/types.js'
+import type { OpArgs, EffectBeginArgs } from '../proto/messages.js'
+import type { EffectBeginInfo, EffectInfo, EffectRegistration, GateInfo } from '../proto/effects.js'
 import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo, UndoInfo, PathHistoryEntry } from '../proto/messages.js'
 
 export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo, UndoInfo, PathHistoryEntry } from '../proto/messages.js'
+
+/**
+ * The effect ledger's operations (effects/ledger.ts implements them; wire
+ * shapes in proto/effects.ts). Errors are EffectError with a stable code.
+ */
+export interface EffectsApi {
+  register(req: OpArgs['effect_register']): Promise<EffectRegistration>
+  begin(req: EffectBeginArgs): Promise<EffectBeginInfo>
+  compensate(req: EffectBeginArgs & { compensates: number }): Promise<EffectBeginInfo>
+  gate(req: OpArgs['effect_gate']): Promise<GateInfo>
+  sent(req: OpArgs['effect_sent']): Promise<EffectInfo>
+  complete(req: OpArgs['effect_complete']): Promise<EffectInfo>
+  reconcile(req: OpArgs['effect_reconcile']): Promise<EffectInfo>
+  list(req: OpArgs['effect_list']): Promise<EffectInfo[]>
+}
 
 /** The daemon's operations. Every method throws an ApiError (proto/errors) with a stable code on bad input. */
 export interface RewindApi {
@@ -51,6 +68,8 @@ export interface RewindApi {
   runEnd(req: { run: string }): Promise<RunEndInfo>
   /** Garbage collection with a retention policy (missing fields: defaults), while the workspace stays in use. */
   gc(req: Partial<GcPolicy>): Promise<GcReport>
+  /** the effect ledger, when the daemon keeps one (E_INTERNAL from the server otherwise) */
+  readonly effects?: EffectsApi
   /**
    * Revert what the segment ending at checkpoint `id` changed, where no later change touched the same
    * paths (fs/history/undo.ts); with conflicts nothing is applied. `dryRun`: change nothing.

@@ -8,6 +8,8 @@
  * from the last acknowledged checkpoint (the directory itself is untouched
  * until a clean unmount writes it back).
  */
+import { Ledger } from '../effects/ledger.js'
+import { writeDefaultPatterns } from '../effects/patterns.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import { execFile } from 'node:child_process'
@@ -116,6 +118,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   }
   const gens = await Generations.open(db, blocks)
   const state = gens.state
+  const ledger = await openLedger(o.store, gens, log)
 
   // the lower layer: DIR opened before the mount covers it
   const dirFd = fs.openSync(o.dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
@@ -285,6 +288,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
       await hooks?.close().catch(() => {})
       await removeConnectionFile(o.store).catch(() => {})
       if (published !== null) await unpublishConnection(published).catch(() => {})
+      await ledger.close()
       blocks.close()
       await db.close().catch(() => {})
       resolveClosed()
@@ -301,6 +305,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     requests: requestCounts,
     exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir, xattrs: xattrIo }),
     unmount: beginUnmount,
+    ledger,
     gc: async (policy) => {
       if (phase !== 'MOUNTED') throw new ApiError('E_NOT_MOUNTED', 'the workspace is unmounting; run rewindfs gc after the unmount (it opens the store itself)')
       if (gcRun) throw new ApiError('E_BUSY', 'a garbage collection is already running; wait for it to finish')
@@ -318,6 +323,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     await hooks?.close().catch(() => {})
     ws.close()
     try { fs.closeSync(dirFd) } catch {}
+    await ledger.close()
     blocks.close()
     await db.close().catch(() => {})
     resolveClosed()
@@ -367,6 +373,20 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   }
   stopWatch = watchMount(o.dir, unmountedOutside)
   return { closed, shutdown }
+}
+
+/**
+ * The store's effect ledger for a daemon: occurrences left intent or pending
+ * by the previous daemon become unknown (fail closed), the actor of a begin
+ * is the current head, generation and branch; the external-command pattern
+ * file is written with the defaults when absent. A damaged ledger is
+ * logged: every begin is then refused until it is fixed.
+ */
+async function openLedger (store: string, gens: Generations, log: (line: string) => void): Promise<Ledger> {
+  const ledger = await Ledger.open(store, { recoverOpen: true, actor: () => ({ checkpoint: gens.state.head, generation: gens.state.generation, branch: gens.state.branch }) })
+  if (ledger.damaged.length > 0) log(`rewindfs: warning: ${ledger.damaged[0].message}; every external effect will be refused (E_LEDGER_CORRUPT) until the ledger is fixed: rewindfs verify lists the problems`)
+  try { writeDefaultPatterns(store) } catch (e: any) { log(`rewindfs: warning: could not write the external-command patterns (${e.message}); the defaults apply`) }
+  return ledger
 }
 
 /**

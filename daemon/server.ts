@@ -188,6 +188,12 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
     for (const c of conns) if (c.events.has(event.event)) send(c, event, c.eventEncoding)
   }
 
+  /** The effect ledger's operations, or E_INTERNAL when this api keeps none. */
+  function effects (): NonNullable<RewindApi['effects']> {
+    if (api.effects === undefined) throw new ApiError('E_INTERNAL', 'this server keeps no effect ledger')
+    return api.effects
+  }
+
   /** Dispatch a validated request; returns the result for `ok`. */
   async function dispatch (c: Conn, req: Request, encoding: Encoding): Promise<unknown> {
     switch (req.op) {
@@ -221,6 +227,14 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
       case 'pin': return await api.pin({ id: req.checkpoint, pinned: req.pinned ?? true })
       case 'run_end': return await api.runEnd({ run: req.run })
       case 'gc': return await api.gc(opt({ keepLast: req.keepLast, abandonedAfterMs: req.abandonedAfterMs, runIdleMs: req.runIdleMs, dryRun: req.dryRun }))
+      case 'effect_register': return await effects().register(opt({ tool: req.tool, class: req.class, exclude: req.exclude, description: req.description }))
+      case 'effect_begin': { const { v: _v, id: _i, op: _o, ...a } = req; return await effects().begin(a) }
+      case 'effect_compensate': { const { v: _v, id: _i, op: _o, ...a } = req; return await effects().compensate(a) }
+      case 'effect_gate': return await effects().gate(opt({ tool: req.tool, target: req.target, request: req.request, identity: req.identity }))
+      case 'effect_sent': return await effects().sent(opt({ occurrence: req.occurrence, evidence: req.evidence }))
+      case 'effect_complete': return await effects().complete(opt({ occurrence: req.occurrence, status: req.status, evidence: req.evidence }))
+      case 'effect_reconcile': return await effects().reconcile(opt({ occurrence: req.occurrence, verdict: req.verdict, evidence: req.evidence }))
+      case 'effect_list': return await effects().list(opt({ run: req.run, branch: req.branch, status: req.status, target: req.target, limit: req.limit }))
       case 'undo': {
         const r = await api.undo(opt({ id: req.checkpoint, dryRun: req.dryRun }))
         if (autoEvents && r.applied && r.restore) broadcast({ event: 'restore', restore: r.restore })

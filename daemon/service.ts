@@ -14,6 +14,8 @@ import { ApiError } from '../proto/errors.js'
 import { FsError } from '../base/errno.js'
 import { Memory } from './memory.js'
 import { MAX_CANDIDATES, MAX_READ_LENGTH } from '../proto/validate.js'
+import type { Ledger } from '../effects/ledger.js'
+import { abandonedGenerations, recoveryOf } from '../effects/recovery.js'
 
 export interface ServiceDeps {
   workspace: Workspace
@@ -37,14 +39,20 @@ export interface ServiceDeps {
   gc: (policy: Partial<GcPolicy>) => Promise<GcReport>
   /** rewind memory; default: kept in the generations' store database */
   memory?: Memory
+  /** the store's effect ledger (effects/ledger.ts); without it restores list no effects and effect ops fail */
+  ledger?: Ledger
 }
 
 /** The daemon's RewindApi. */
 export class Service implements RewindApi {
   private readonly memory: Memory
 
+  /** the effect ledger's operations (server dispatch of effect_*) */
+  readonly effects?: Ledger
+
   constructor (private readonly d: ServiceDeps) {
     this.memory = d.memory ?? new Memory(d.generations.db)
+    this.effects = d.ledger
   }
 
   async status (): Promise<StatusInfo> {
@@ -66,14 +74,35 @@ export class Service implements RewindApi {
   }
 
   async mark (req: { label?: string, context?: unknown, meta?: unknown }): Promise<CheckpointInfo> {
-    return await this.d.generations.mark(this.d.workspace, req)
+    const c = await this.d.generations.mark(this.d.workspace, req)
+    this.d.ledger?.noteCheckpoint({ checkpoint: c.id, generation: c.generation, branch: c.branch, parent: c.parent })
+    return c
   }
 
+  /**
+   * Restore. With `paths` or `dryRun`: main's selective restore or preview
+   * (no branch is abandoned, so no `recovery`). A full restore is recorded in
+   * the effect ledger with the effects of the abandoned suffix
+   * (effects/recovery.ts), which `recovery` lists.
+   */
   async restore (req: { id: CheckpointId, paths?: string[], dryRun?: boolean }): Promise<RestoreInfo> {
     const g = this.d.generations
     if (req.paths !== undefined) return await g.restorePaths(this.d.workspace, req.id, req.paths.map(path => ({ path })), this.d.invalidate, { dryRun: req.dryRun === true })
     if (req.dryRun === true) return await g.restorePreview(this.d.workspace, req.id)
-    return await g.restore(this.d.workspace, req.id, this.d.invalidate)
+    const fromHead = g.state.head
+    const fromGeneration = g.state.generation
+    const r = await g.restore(this.d.workspace, req.id, this.d.invalidate)
+    const ledger = this.d.ledger
+    const lookup = (id: number): { generation: number, parent: number | null } | null => {
+      const c = g.checkpoints.get(id)
+      return ledger?.checkpointOf(id) ?? (c === undefined ? null : { generation: c.generation, parent: c.parent })
+    }
+    if (r.saved !== null) {
+      const s = g.checkpoints.get(r.saved)
+      if (s !== undefined) ledger?.noteCheckpoint({ checkpoint: s.id, generation: s.generation, branch: s.branch, parent: s.parent })
+    }
+    const abandoned = ledger === undefined ? [] : await ledger.noteRestore({ checkpoint: r.checkpoint, from: fromHead, branch: r.branch, saved: r.saved, abandoned: abandonedGenerations(fromHead, fromGeneration, r.checkpoint, lookup) })
+    return { ...r, recovery: recoveryOf((g.checkpoints.get(r.checkpoint)?.context ?? null) !== null, abandoned) }
   }
 
   async log (req: { branch?: string, limit?: number }): Promise<CheckpointInfo[]> {

@@ -32,6 +32,24 @@ export const ERROR_CODES = {
   E_INTERNAL: 'internal error',
   /** The workspace is not mounted (after unmount, or before mount finished). */
   E_NOT_MOUNTED: 'workspace not mounted',
+  /** effect_begin/effect_compensate/effect_gate name a tool never registered with effect_register. Nothing was recorded. */
+  E_EFFECT_UNREGISTERED: 'the tool is not registered: register its effect class first',
+  /** effect_register gives a registered tool another class or other exclusions; a class never changes. Nothing was recorded. */
+  E_EFFECT_CLASS_CONFLICT: 'the tool is registered with another class or other exclusions',
+  /** The occurrence id names no occurrence in the ledger. */
+  E_UNKNOWN_EFFECT: 'no such occurrence',
+  /** The occurrence's status does not allow this (complete after an outcome, reconcile while in flight); details.status says which it is. */
+  E_EFFECT_STATE: 'the occurrence is not in a status that allows this',
+  /** Gate: the same effect already happened as intended; do not repeat it, accept the fact. details.gate carries the decision. */
+  E_EFFECT_DONE: 'the effect already happened',
+  /** Gate: the same effect happened but not as intended; only its compensation (effect_compensate) is allowed. */
+  E_EFFECT_COMPENSATE_ONLY: 'only the compensation of the earlier occurrence is allowed',
+  /** Gate: the same effect happened and cannot be undone (irreversible, or wrong and not compensable); continue from the fact. */
+  E_EFFECT_IRREVERSIBLE: 'the effect happened and cannot be undone',
+  /** Gate: the earlier occurrence is in flight or its outcome is unknown; reconcile it (or a person overrides) first. Fail closed. */
+  E_EFFECT_UNKNOWN: 'the outcome of the earlier occurrence is unknown',
+  /** The effect ledger's hash chain does not verify (or the ledger is missing): no effect may begin; rewindfs verify names the entry. */
+  E_LEDGER_CORRUPT: 'the effect ledger is damaged',
 } as const
 
 /** A stable error code. */

@@ -4,6 +4,7 @@
  * daemon/api.ts. Spec for other languages: proto/PROTOCOL.md.
  * No Node-only types: bytes are Uint8Array.
  */
+import type { EffectBeginInfo, EffectClass, EffectInfo, EffectRegistration, EffectStatus, GateInfo, ReconcileVerdict, RecoveryInfo } from './effects.js'
 import type { WireError } from './errors.js'
 
 /**
@@ -71,6 +72,8 @@ export interface RestoreInfo {
    * Empty when nothing was unsaved. Absent from daemons before this field.
    */
   savedAll?: CheckpointId[]
+  /** a full restore only (not with `paths` or `dryRun`): three separate facts (trajectory, workspace, external effects) and every effect of the abandoned suffix; a rewind undoes none of them (proto/effects.ts) */
+  recovery?: RecoveryInfo
   /** restore with `paths` only: the paths restored (normalised; one below another restored path is left out, the ancestor covers it) */
   paths?: string[]
   /** restore with `paths` only: true when nothing was changed (`dryRun` asked) */
@@ -322,6 +325,14 @@ export interface OpArgs {
   gc: { keepLast?: Integer; abandonedAfterMs?: Integer; runIdleMs?: Integer; dryRun?: boolean }
   undo: { checkpoint: CheckpointId; dryRun?: boolean }
   history: { path: string; all?: boolean; limit?: Integer; meta?: boolean }
+  effect_register: { tool: string; class: EffectClass; exclude?: string[]; description?: string }
+  effect_begin: EffectBeginArgs
+  effect_compensate: EffectBeginArgs & { compensates: number }
+  effect_gate: { tool: string; target: string; request?: EffectRequestArg; identity?: string }
+  effect_sent: { occurrence: number; evidence?: unknown }
+  effect_complete: { occurrence: number; status: 'confirmed' | 'failed' | 'unknown'; evidence?: unknown }
+  effect_reconcile: { occurrence: number; verdict: ReconcileVerdict; evidence?: unknown }
+  effect_list: { run?: string; branch?: string; status?: EffectStatus; target?: string; limit?: number }
 }
 
 /** Result of each operation (the `ok` of a successful reply). */
@@ -348,10 +359,18 @@ export interface OpResults {
   gc: GcReport
   undo: UndoInfo
   history: PathHistoryEntry[]
+  effect_register: EffectRegistration
+  effect_begin: EffectBeginInfo
+  effect_compensate: EffectBeginInfo
+  effect_gate: GateInfo
+  effect_sent: EffectInfo
+  effect_complete: EffectInfo
+  effect_reconcile: EffectInfo
+  effect_list: EffectInfo[]
 }
 
 /** Every operation, in the order PROTOCOL.md lists them. */
-export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe', 'pin', 'run_end', 'gc', 'undo', 'history'] as const
+export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe', 'pin', 'run_end', 'gc', 'undo', 'history', 'effect_register', 'effect_begin', 'effect_compensate', 'effect_gate', 'effect_sent', 'effect_complete', 'effect_reconcile', 'effect_list'] as const
 
 /** An operation name. */
 export type Op = typeof OPS[number]
@@ -460,4 +479,21 @@ export function isObject (x: unknown): x is Record<string, unknown> {
 export function isRequestIdValue (x: unknown): x is RequestId {
   if (typeof x === 'number') return Number.isSafeInteger(x) && x >= 0
   return typeof x === 'string' && x.length >= 1 && x.length <= 128
+}
+
+// ---------------------------------------------------------------- effects
+
+/** The request an effect's identity is derived from: its method and body (any value; bytes are hashed as bytes). */
+export interface EffectRequestArg { method?: string; body?: unknown }
+
+/** Arguments of effect_begin (and, with `compensates`, effect_compensate). Give `request` or `identity`, not both. */
+export interface EffectBeginArgs {
+  tool: string
+  target: string
+  request?: EffectRequestArg
+  identity?: string
+  run?: string
+  attempt?: number
+  preState?: unknown
+  timeoutMs?: number
 }

@@ -11,6 +11,7 @@
 import { ProtoError } from './errors.js'
 import { EVENTS, isEventName, isObject, isOp, isRequestIdValue, OPS, type EventName, type Op, type Request, type RequestId } from './messages.js'
 import { SUPPORTED_VERSIONS } from './version.js'
+import { EFFECT_CLASSES, EFFECT_STATUSES, RECONCILE_VERDICTS } from './effects.js'
 import { checkValue, isWellFormedString, ValueError } from './values.js'
 
 /** Largest path accepted, in UTF-8 bytes (PATH_MAX). */
@@ -64,6 +65,14 @@ const FIELDS: { [O in Op]: readonly string[] } = {
   gc: ['keepLast', 'abandonedAfterMs', 'runIdleMs', 'dryRun'],
   undo: ['checkpoint', 'dryRun'],
   history: ['path', 'all', 'limit', 'meta'],
+  effect_register: ['tool', 'class', 'exclude', 'description'],
+  effect_begin: ['tool', 'target', 'request', 'identity', 'run', 'attempt', 'preState', 'timeoutMs'],
+  effect_compensate: ['compensates', 'tool', 'target', 'request', 'identity', 'run', 'attempt', 'preState', 'timeoutMs'],
+  effect_gate: ['tool', 'target', 'request', 'identity'],
+  effect_sent: ['occurrence', 'evidence'],
+  effect_complete: ['occurrence', 'status', 'evidence'],
+  effect_reconcile: ['occurrence', 'verdict', 'evidence'],
+  effect_list: ['run', 'branch', 'status', 'target', 'limit'],
 }
 
 function bad (id: RequestId | null, field: string, expected: string, got?: unknown): never {
@@ -229,6 +238,42 @@ class Reader {
     }
   }
 
+  /** One of the strings in `list`. */
+  oneOf<T extends string> (f: string, required: boolean, list: readonly T[]): T | undefined {
+    const x = this.get(f, required)
+    if (x === undefined) return undefined
+    if (typeof x !== 'string' || !(list as readonly string[]).includes(x)) bad(this.id, f, `one of ${list.join(', ')}`, x)
+    return x as T
+  }
+
+  /** A name or target: a string of 1..max characters, well-formed, no control characters. */
+  name (f: string, required: boolean, max: number): string | undefined {
+    const x = this.get(f, required)
+    if (x === undefined) return undefined
+    if (typeof x !== 'string' || x.length < 1 || x.length > max || !isWellFormed(x) || /[\u0000-\u001f\u007f]/.test(x)) bad(this.id, f, `a string of 1..${max} characters without control characters`, x)
+    return x
+  }
+
+  /** An array of at most 100 JSON Pointers (RFC 6901), each starting with '/'. */
+  pointers (f: string): string[] | undefined {
+    const x = this.get(f, false)
+    if (x === undefined) return undefined
+    if (!Array.isArray(x) || x.length > 100 || !x.every(p => typeof p === 'string' && p.startsWith('/') && p.length <= 1024 && !/~[^01]|~$/.test(p))) bad(this.id, f, 'an array of at most 100 JSON Pointers (RFC 6901) such as "/timestamp"', x)
+    return [...x] as string[]
+  }
+
+  /** An effect request {method?, body?}: method a name of 1..64 characters, body a value. */
+  effectRequest (f: string): { method?: string; body?: unknown } | undefined {
+    const x = this.get(f, false)
+    if (x === undefined) return undefined
+    if (!isObject(x)) bad(this.id, f, 'an object {method?, body?}', x)
+    for (const k of Object.keys(x)) if (k !== 'method' && k !== 'body') bad(this.id, `${f}.${k}`, 'no such field (a request has method and body)')
+    const inner = new Reader(this.id, x)
+    const method = inner.name('method', false, 64)
+    const body = x.body === undefined ? undefined : inner.value('body')
+    return compact({ method, body })
+  }
+
   events (f: string): EventName[] | undefined {
     const x = this.get(f, false)
     if (x === undefined) return undefined
@@ -237,6 +282,35 @@ class Reader {
     }
     return [...new Set(x as EventName[])]
   }
+}
+
+/** Longest effect tool name, UTF-16 code units. */
+export const MAX_TOOL_LENGTH = 200
+/** Longest effect target, UTF-16 code units. */
+export const MAX_TARGET_LENGTH = 4096
+/** Longest request identity given by a caller, UTF-16 code units. */
+export const MAX_IDENTITY_LENGTH = 512
+/** Largest timeoutMs of effect_begin, ms (1 day). */
+export const MAX_EFFECT_TIMEOUT_MS = 24 * 60 * 60 * 1000
+
+function occurrence (r: Reader): number {
+  return r.int('occurrence', true, 1, MAX_SAFE, 'an occurrence id (a positive integer)')!
+}
+
+/** The fields effect_begin and effect_compensate share. */
+function effectBegin (r: Reader): { tool: string; target: string; request?: { method?: string; body?: unknown }; identity?: string; run?: string; attempt?: number; preState?: unknown; timeoutMs?: number } {
+  const out = {
+    tool: r.name('tool', true, MAX_TOOL_LENGTH)!,
+    target: r.name('target', true, MAX_TARGET_LENGTH)!,
+    request: r.effectRequest('request'),
+    identity: r.name('identity', false, MAX_IDENTITY_LENGTH),
+    run: r.name('run', false, MAX_RUN_LENGTH),
+    attempt: r.int('attempt', false, 0, MAX_SAFE, 'an attempt number (a non-negative integer)'),
+    preState: r.value('preState'),
+    timeoutMs: r.int('timeoutMs', false, 1, MAX_EFFECT_TIMEOUT_MS, `a duration in 1..${MAX_EFFECT_TIMEOUT_MS} ms`),
+  }
+  if (out.request !== undefined && out.identity !== undefined) bad(r.id, 'identity', 'either identity or request, not both')
+  return out
 }
 
 /** Drop keys whose value is undefined, so the api sees only given arguments. */
@@ -311,5 +385,13 @@ export function validateRequest (msg: unknown): Request {
     })
     case 'undo': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, dryRun: r.bool('dryRun', false) })
     case 'history': return compact({ ...env, op, path: r.path('path'), all: r.bool('all', false), limit: r.int('limit', false, 1, MAX_LOG_LIMIT), meta: r.bool('meta', false) })
+    case 'effect_register': return compact({ ...env, op, tool: r.name('tool', true, MAX_TOOL_LENGTH)!, class: r.oneOf('class', true, EFFECT_CLASSES)!, exclude: r.pointers('exclude'), description: r.str('description', false, 0, 2000) })
+    case 'effect_begin': return compact({ ...env, op, ...effectBegin(r) })
+    case 'effect_compensate': return compact({ ...env, op, compensates: r.int('compensates', true, 1, MAX_SAFE, 'an occurrence id (a positive integer)')!, ...effectBegin(r) })
+    case 'effect_gate': return compact({ ...env, op, tool: r.name('tool', true, MAX_TOOL_LENGTH)!, target: r.name('target', true, MAX_TARGET_LENGTH)!, request: r.effectRequest('request'), identity: r.name('identity', false, MAX_IDENTITY_LENGTH) })
+    case 'effect_sent': return compact({ ...env, op, occurrence: occurrence(r), evidence: r.value('evidence') })
+    case 'effect_complete': return compact({ ...env, op, occurrence: occurrence(r), status: r.oneOf('status', true, ['confirmed', 'failed', 'unknown'] as const)!, evidence: r.value('evidence') })
+    case 'effect_reconcile': return compact({ ...env, op, occurrence: occurrence(r), verdict: r.oneOf('verdict', true, RECONCILE_VERDICTS)!, evidence: r.value('evidence') })
+    case 'effect_list': return compact({ ...env, op, run: r.name('run', false, MAX_RUN_LENGTH), branch: r.str('branch', false, 1, MAX_BRANCH_LENGTH), status: r.oneOf('status', false, EFFECT_STATUSES), target: r.name('target', false, MAX_TARGET_LENGTH), limit: r.int('limit', false, 1, MAX_LOG_LIMIT) })
   }
 }

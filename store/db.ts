@@ -20,6 +20,7 @@ import { Packr } from 'msgpackr'
 import * as path from 'node:path'
 import * as fs from 'node:fs'
 import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, StoreLockedError, StoreNoSpaceError, isNoSpace, storeIoError } from './errors.js'
+import { initNewStore, migrationPath } from './migrate.js'
 
 /** Kinds of record, one key prefix (sublevel) each. Values of all but `meta` and `block` are owned by other modules. */
 export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch' | 'memory' | 'run'
@@ -32,17 +33,11 @@ export type StoreKey = string | number
 
 /**
  * On-disk format version written to meta `format` (FORMAT.md "Versions"):
- * 3 since block lists may hold runs of holes (fs/blocklist.ts).
+ * 3 since block lists may hold runs of holes (fs/blocklist.ts), 4 since the
+ * store keeps the effect ledger (store/effect-chain.ts). Older formats are
+ * migrated step by step (store/migrate.ts).
  */
-export const STORE_FORMAT = 3
-
-/**
- * Formats this version opens by migrating them to STORE_FORMAT. 2 → 3:
- * nothing to rewrite (a format-2 block list is a valid format-3 one), the
- * version is raised so that an older rewindfs refuses the store instead of
- * misreading a run of holes.
- */
-export const MIGRATES_FROM: readonly number[] = [2]
+export const STORE_FORMAT = 4
 
 /** The one shared codec: msgpack maps, no records extension (FORMAT.md "Metadata database"). */
 export const packr = new Packr({ useRecords: false })
@@ -169,8 +164,9 @@ export class StoreDb {
 
   /**
    * Open (creating if missing) the metadata database at `<storeDir>/meta` and
-   * check meta `format` (writing `STORE_FORMAT` into a new database, and
-   * into one of a format in MIGRATES_FROM: the migration).
+   * check meta `format`: a new database gets the effect ledger
+   * (initNewStore) and then `STORE_FORMAT`; an older format is migrated step
+   * by step (store/migrate.ts), `meta.format` raised after each step.
    * Throws StoreLockedError (E_LOCKED) if another process has it open,
    * StoreNoSpaceError (E_NO_SPACE) if the filesystem is full (opening writes
    * a new log: free space and retry, no repair), CorruptStoreError
@@ -194,13 +190,19 @@ export class StoreDb {
     try {
       const format = await db.get<number>('meta', 'format')
       if (format === undefined) {
-        await db.batch().put('meta', 'format', STORE_FORMAT).write({ sync: true })
-      } else if (MIGRATES_FROM.includes(format)) {
+        try { await initNewStore(storeDir, STORE_FORMAT) } catch (err) { throw storeIoError(err, `creating the effect ledger of the store at ${storeDir}`, { path: storeDir }) }
         await db.batch().put('meta', 'format', STORE_FORMAT).write({ sync: true })
       } else if (format !== STORE_FORMAT) {
-        throw new StoreFormatError(
-          `store at ${storeDir} has format ${String(format)}, this rewindfs understands format ${STORE_FORMAT}; use a matching rewindfs version`,
-          { path: location, kind: 'meta', key: 'format' })
+        const steps = migrationPath(format, STORE_FORMAT)
+        if (steps === null) {
+          throw new StoreFormatError(
+            `store at ${storeDir} has format ${String(format)}, this rewindfs understands format ${STORE_FORMAT}; use a matching rewindfs version`,
+            { path: location, kind: 'meta', key: 'format' })
+        }
+        for (const step of steps) {
+          try { await step.run(storeDir) } catch (err) { throw storeIoError(err, `migrating the store at ${storeDir} to format ${step.to}`, { path: storeDir }) }
+          await db.batch().put('meta', 'format', step.to).write({ sync: true })
+        }
       }
     } catch (err) {
       await level.close().catch(() => {})

@@ -4,9 +4,16 @@
  * (test/fixtures/make-store-format2.sh): three checkpoints with a dense
  * file, a sparse one, a symlink, an empty directory, then an unmount that
  * wrote the final state back into its `ws/`. This version must open it,
- * mark it format 3, restore each checkpoint exactly (sha256 of every file,
- * computed from the fixture script's inputs), keep writing to it in the new
- * form, and verify clean.
+ * migrate it step by step (2 -> 3 -> 4, store/migrate.ts), restore each
+ * checkpoint exactly (sha256 of every file, computed from the fixture
+ * script's inputs), keep writing to it in the new form, and verify clean.
+ *
+ * Store format 3 → 4 (issue 15: the effect ledger). test/fixtures/store-format3
+ * was written by the code of 90515e9 (test/fixtures/make-store-format3.sh):
+ * three checkpoints on two branches, a file with a run of holes 3 GiB long.
+ * This version must open it, create its effect ledger (a genesis entry
+ * `{format: 4, migratedFrom: 3}`), restore each checkpoint exactly, record
+ * effects in it, and verify clean.
  */
 import t from 'tap'
 import fs from 'node:fs'
@@ -18,8 +25,11 @@ import { tempRoot, CLI, forceUnmount } from './helpers/mount.js'
 import { RewindClient } from '../client/client.js'
 import { StoreDb, STORE_FORMAT } from '../store/db.js'
 import { BlockList } from '../fs/blocklist.js'
+import { MIGRATIONS, migrationPath } from '../store/migrate.js'
+import { LEDGER_FILE, parseLedger } from '../store/effect-chain.js'
 
 const FIXTURE = fileURLToPath(new URL('../../test/fixtures/store-format2', import.meta.url))
+const FIXTURE3 = fileURLToPath(new URL('../../test/fixtures/store-format3', import.meta.url))
 const sha = (p: string): string => crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex')
 const sparse = (): Buffer => { const b = Buffer.alloc(20 * 65536 + 7); b.write('start', 0); b.write('middle', 5 * 65536 + 10); return b }
 
@@ -93,4 +103,74 @@ t.test('a format-2 store opens, migrates and restores every checkpoint exactly',
   await db.close()
   const v = cli('verify', '--store', store)
   t.equal(v.status, 0, `verify is clean (${String(v.stdout)}${String(v.stderr)})`)
+})
+
+t.test('the migrations are one chain: every older format reaches STORE_FORMAT, nothing else does', async t => {
+  t.equal(STORE_FORMAT, 4)
+  t.same(migrationPath(2, STORE_FORMAT)?.map(s => s.to), [3, 4], '2 -> 3 -> 4')
+  t.same(migrationPath(3, STORE_FORMAT)?.map(s => s.to), [4], '3 -> 4')
+  t.same(migrationPath(STORE_FORMAT, STORE_FORMAT), [], 'the current format: nothing to do')
+  t.equal(migrationPath(1, STORE_FORMAT), null, 'format 1 is refused')
+  t.equal(migrationPath(STORE_FORMAT + 1, STORE_FORMAT), null, 'a newer format is refused')
+  for (const [from, step] of Object.entries(MIGRATIONS)) t.equal(step.to, Number(from) + 1, `the step from ${from} goes to the next format`)
+  // a newer store is refused with E_FORMAT, and left as it was
+  const root = tempRoot()
+  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
+  const db = await StoreDb.open(root)
+  t.ok(fs.existsSync(path.join(root, LEDGER_FILE)), 'a new store gets its effect ledger')
+  await db.batch().put('meta', 'format', STORE_FORMAT + 1).write({ sync: true })
+  await db.close()
+  await t.rejects(StoreDb.open(root), { code: 'E_FORMAT' }, 'a store of a newer format is refused')
+})
+
+t.test('a format-3 store opens, gets its effect ledger, restores every checkpoint exactly and records effects', async t => {
+  const root = tempRoot()
+  const ws = path.join(root, 'ws'); const store = path.join(root, 'store'); const home = path.join(root, 'home')
+  fs.cpSync(path.join(FIXTURE3, 'ws'), ws, { recursive: true, verbatimSymlinks: true })
+  // the fixture keeps no 3 GiB sparse file in git: put back what the write-back left
+  const fd0 = fs.openSync(path.join(ws, 'sparse.bin'), 'w'); fs.writeSync(fd0, 'start', 0); fs.writeSync(fd0, 'far', 3 * 2 ** 30); fs.closeSync(fd0)
+  fs.mkdirSync(store); fs.mkdirSync(home)
+  for (const d of ['meta', 'packs']) fs.cpSync(path.join(FIXTURE3, d), path.join(store, d), { recursive: true })
+  t.notOk(fs.existsSync(path.join(store, LEDGER_FILE)), 'the fixture has no effect ledger')
+  const env = { ...process.env, REWINDFS_HOME: home }
+  t.teardown(async () => { await forceUnmount(ws); fs.rmSync(root, { recursive: true, force: true }) })
+  const cli = (...args: string[]): ReturnType<typeof spawnSync> => spawnSync(process.execPath, [CLI, ...args], { env, cwd: root, encoding: 'utf8', timeout: 120000 })
+  const mount = cli('mount', ws, '--store', store)
+  t.equal(mount.status, 0, `mount of the format-3 store succeeds (${String(mount.stderr)})`)
+  const ledger = parseLedger(fs.readFileSync(path.join(store, LEDGER_FILE), 'utf8'))
+  t.same(ledger.problems, [], 'the new ledger verifies')
+  t.match(ledger.entries[0], { seq: 1, kind: 'genesis', format: 4, migratedFrom: 3 }, 'its first entry says it was made by the 3 -> 4 migration')
+  const c = await RewindClient.connect({ storeDir: store, timeoutMs: 60000 })
+  const readAt = (p: string, off: number, n: number): string => { const b = Buffer.alloc(n); const fd = fs.openSync(p, 'r'); fs.readSync(fd, b, 0, n, off); fs.closeSync(fd); return b.toString() }
+  try {
+    const ids = (await c.log({})).map(x => x.id)
+    for (const id of [1, 2, 3, 4]) t.ok(ids.includes(id), `checkpoint #${id} is there`)
+    await c.restore({ id: 3 })
+    t.equal(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8'), 'two\n', '#3: a.txt')
+    t.notOk(fs.existsSync(path.join(ws, 'b.txt')), '#3: no b.txt (it is on the other branch)')
+    t.equal(fs.statSync(path.join(ws, 'sparse.bin')).size, 3 * 2 ** 30 + 3, '#3: sparse.bin keeps its size')
+    t.equal(readAt(path.join(ws, 'sparse.bin'), 3 * 2 ** 30, 3), 'far', '#3: the block past the run of holes')
+    t.equal(readAt(path.join(ws, 'sparse.bin'), 0, 5), 'start', '#3: the first block')
+    t.equal(readAt(path.join(ws, 'sparse.bin'), 2 ** 30, 4), '\0\0\0\0', '#3: a hole reads as zeros')
+    t.equal(fs.readlinkSync(path.join(ws, 'link')), 'a.txt', '#3: link')
+    await c.restore({ id: 4 })
+    t.equal(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8'), 'one\n', '#4: a.txt')
+    t.equal(fs.readFileSync(path.join(ws, 'b.txt'), 'utf8'), 'three\n', '#4: b.txt')
+    t.equal(fs.readFileSync(path.join(ws, 'before.txt'), 'utf8'), 'hello\n', '#4: before.txt')
+    // the migrated store records effects
+    await c.effectRegister({ tool: 'ticket', class: 'compensable' })
+    const b = await c.effectBegin({ tool: 'ticket', target: 'http://127.0.0.1/tickets', identity: 'k1' })
+    await c.effectComplete({ occurrence: b.occurrence, status: 'confirmed', evidence: { id: 18446744073709551615n } })
+    const list = await c.effectList({})
+    t.equal(list[0]?.status, 'confirmed', 'an effect recorded in the migrated store')
+    t.same(list[0]?.history.at(-1)?.evidence, { id: 18446744073709551615n }, 'its evidence keeps an integer of 2^64-1 exactly')
+  } finally { await c.close() }
+  const um = cli('unmount', '-w', ws)
+  t.equal(um.status, 0, `unmount (${String(um.stderr)})`)
+  const db = await StoreDb.open(store)
+  t.equal(await db.get('meta', 'format'), 4, 'the store is format 4 now')
+  await db.close()
+  const v = cli('verify', '--store', store)
+  t.equal(v.status, 0, `verify is clean (${String(v.stdout)}${String(v.stderr)})`)
+  t.match(String(v.stdout), /[1-9][0-9]* effect ledger entries checked/, 'verify read the ledger')
 })

@@ -49,6 +49,14 @@ t.test('every op validates with its documented arguments', async t => {
     gc: { keepLast: 0, abandonedAfterMs: 0, runIdleMs: 3600000, dryRun: true },
     undo: { checkpoint: 4, dryRun: true },
     history: { path: 'src/a.ts', all: true, limit: 10, meta: true },
+    effect_register: { tool: 'create_ticket', class: 'compensable', exclude: ['/sent_at'], description: 'POST /tickets' },
+    effect_begin: { tool: 'create_ticket', target: 'http://127.0.0.1:1/tickets', request: { method: 'POST', body: { title: 'a' } }, run: 'run-1', attempt: 1, preState: { count: 0 }, timeoutMs: 1000 },
+    effect_compensate: { compensates: 3, tool: 'delete_ticket', target: 'http://127.0.0.1:1/tickets/1', identity: 'del-1' },
+    effect_gate: { tool: 'create_ticket', target: 'http://127.0.0.1:1/tickets', identity: 'k' },
+    effect_sent: { occurrence: 3 },
+    effect_complete: { occurrence: 3, status: 'confirmed', evidence: { http: 201 } },
+    effect_reconcile: { occurrence: 3, verdict: 'absent', evidence: { listed: [] } },
+    effect_list: { run: 'run-1', branch: 'main', status: 'unknown', target: 'x', limit: 5 },
   }
   t.same(Object.keys(good).sort(), [...OPS].sort(), 'all ops covered')
   for (const [op, args] of Object.entries(good)) {

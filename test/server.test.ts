@@ -60,7 +60,7 @@ class FakeApi implements RewindApi {
   async restore (req: { id: number }): Promise<RestoreInfo> {
     this.rec('restore', req)
     this.find(req.id)
-    return { checkpoint: req.id, branch: 'b1', changed: 3, ms: 2, saved: null }
+    return { checkpoint: req.id, branch: 'b1', changed: 3, ms: 2, saved: null, recovery: { trajectory: 'no context' as const, workspace: 'restored' as const, effects: 'none' as const, abandoned: [] } }
   }
 
   async undo (req: { id: number; dryRun?: boolean }): Promise<UndoInfo> {
@@ -214,7 +214,7 @@ for (const encoding of ['msgpack', 'json'] as const) {
     const m2 = await c.mark()
     t.equal(m2.label, null)
     t.same(api.calls.at(-1), ['mark', {}], 'absent fields not passed')
-    t.same(await c.restore({ id: 1 }), { checkpoint: 1, branch: 'b1', changed: 3, ms: 2, saved: null })
+    t.same(await c.restore({ id: 1 }), { checkpoint: 1, branch: 'b1', changed: 3, ms: 2, saved: null, recovery: { trajectory: 'no context', workspace: 'restored', effects: 'none', abandoned: [] } })
     t.same(api.calls.at(-1), ['restore', { id: 1 }], 'wire checkpoint → api id')
     await c.restore({ id: 1, paths: ['/src//a.ts'], dryRun: true })
     t.same(api.calls.at(-1), ['restore', { id: 1, paths: ['src/a.ts'], dryRun: true }], 'restore paths and dryRun reach the api, normalised')
@@ -380,9 +380,9 @@ t.test('events reach subscribers only', async t => {
   const m = await actor.mark({ label: 'ev' })
   await actor.restore({ id: m.id })
   await sub.status() // replies are ordered after the events on this connection
-  t.same(got, [{ event: 'checkpoint', checkpoint: m }, { event: 'restore', restore: { checkpoint: m.id, branch: 'b1', changed: 3, ms: 2, saved: null } }])
+  t.same(got, [{ event: 'checkpoint', checkpoint: m }, { event: 'restore', restore: { checkpoint: m.id, branch: 'b1', changed: 3, ms: 2, saved: null, recovery: { trajectory: 'no context' as const, workspace: 'restored' as const, effects: 'none' as const, abandoned: [] } } }])
   t.same(otherGot, [], 'not subscribed, nothing received')
-  server.broadcast({ event: 'restore', restore: { checkpoint: 1, branch: 'x', changed: 0, ms: 0, saved: null } })
+  server.broadcast({ event: 'restore', restore: { checkpoint: 1, branch: 'x', changed: 0, ms: 0, saved: null, recovery: { trajectory: 'no context' as const, workspace: 'restored' as const, effects: 'none' as const, abandoned: [] } } })
   await sub.status()
   t.equal(got.length, 3, 'broadcast() reaches subscribers')
 })

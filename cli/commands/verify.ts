@@ -50,7 +50,7 @@ export function registerVerify (p: Command): void {
         const lost = lossSummary(r, o.repair === true)
         if (lost) console.log(`LOST: ${lost}`)
         const c = r.counts
-        console.log(`${r.ok ? 'clean' : `${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}`}: ${c.checkpoints} checkpoints, ${c.tables} inode tables, ${c.records} records, ${c.frozen} frozen lower paths, ${c.blocks} blocks (${c.bytes} bytes) checked in ${r.store}`)
+        console.log(`${r.ok ? 'clean' : `${r.problems.length} problem${r.problems.length === 1 ? '' : 's'}`}: ${c.checkpoints} checkpoints, ${c.tables} inode tables, ${c.records} records, ${c.frozen} frozen lower paths, ${c.blocks} blocks (${c.bytes} bytes), ${c.ledgerEntries} effect ledger entries checked in ${r.store}`)
       }
       if (!r.ok) process.exitCode = 1
     })

@@ -211,7 +211,7 @@ export class Generations implements TableSource {
    * turns the plan into kernel notifications. Unknown id → ApiError
    * E_UNKNOWN_CHECKPOINT and nothing changes.
    */
-  restore (ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<RestoreInfo> {
+  restore (ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<Omit<RestoreInfo, 'recovery'>> {
     try { this.checkpoint(id) } catch (e) { return Promise.reject(e) }
     return this.mutex.run(async () => await restoreCheckpoint(this, ws, id, invalidate))
   }

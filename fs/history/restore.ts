@@ -36,7 +36,7 @@ import { diffTables } from './diff.js'
  * restore. So an interrupted restore either completes or never happened,
  * and one that was acknowledged survives a crash.
  */
-export async function restoreCheckpoint (g: Generations, ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<RestoreInfo> {
+export async function restoreCheckpoint (g: Generations, ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<Omit<RestoreInfo, 'recovery'>> {
   const t0 = performance.now()
   const label = `before restore to ${id}`
   // every "before restore" checkpoint this restore seals, oldest first (writes that land while it waits make more than one)

@@ -20,7 +20,10 @@
  * - nothing was lost (fs/maint/losses.ts): every checkpoint id below the
  *   highest the store remembers exists or was removed by gc, the state
  *   record exists when the store holds data; when either fails, the packs
- *   are scanned for the content no checkpoint reaches any more.
+ *   are scanned for the content no checkpoint reaches any more;
+ * - the effect ledger (store/effect-chain.ts): every entry's hash, their order
+ *   and links, and the head kept outside the file (a changed, removed,
+ *   reordered or truncated entry is named).
  *
  * Cost: O(store) reads — every node, record and block once — plus an
  * in-memory walk of each table (O(checkpoints × inodes)); verify is one of
@@ -37,6 +40,7 @@ import { type InodeRecord, decodeRecord, ROOT_INO } from '../inode.js'
 import type { BranchRecord, CheckpointRecord, StoreState } from '../history/generations.js'
 import type { FrozenPath } from '../lower.js'
 import { PACK_HEADER_SIZE } from '../../store/pack.js'
+import { verifyLedger, type ChainProblemCode } from '../../store/effect-chain.js'
 import { META_GC_REMOVED, asRanges, countRanges, describeLosses, fmtRanges, lastUnmountCheckpoint, missingIds, mib, unreachable, type Losses } from './losses.js'
 
 /** Codes of the problems verify reports. */
@@ -48,6 +52,7 @@ export type VerifyProblemCode =
   | 'E_MISSING_CONTEXT' | 'E_UNKNOWN_CHECKPOINT'
   | 'E_PACK_DAMAGED' // a pack is missing, has no pack header or is shorter than its blocks
   | 'E_LOST_CHECKPOINTS' | 'E_NO_STATE' | 'E_UNREACHABLE_BLOCKS' // records lost (fs/maint/losses.ts)
+  | ChainProblemCode // the effect ledger's hash chain (store/effect-chain.ts)
 
 /** One problem: what is wrong in plain words, and where (as far as known). */
 export interface VerifyProblem {
@@ -58,6 +63,8 @@ export interface VerifyProblem {
   path?: string
   ino?: Ino
   blockId?: BlockId
+  /** seq of the effect ledger entry changed, removed or out of order */
+  entry?: number
 }
 
 export interface VerifyReport {
@@ -77,6 +84,8 @@ export interface VerifyReport {
     blocks: number
     /** bytes of those blocks */
     bytes: number
+    /** effect ledger entries read, their hash chain and head checked */
+    ledgerEntries: number
   }
   /** what the store lost: checkpoints whose records are gone, the state record, content no checkpoint reaches (fs/maint/losses.ts) */
   losses: Losses
@@ -158,7 +167,7 @@ async function run (store: string, db: StoreDb, blocks: BlockStore, opts: Verify
   let dropped = 0
   const report = (p: VerifyProblem): void => { if (problems.length < MAX_PROBLEMS) problems.push(p); else dropped++ }
   const reportProblem = report
-  const counts = { checkpoints: 0, tables: 0, records: 0, frozen: 0, blocks: 0, bytes: 0 }
+  const counts = { checkpoints: 0, tables: 0, records: 0, frozen: 0, blocks: 0, bytes: 0, ledgerEntries: 0 }
 
   // store-wide caches: every node and record is read once however many tables share it
   const nodes = new Map<number, PersistedNode | null>()
@@ -362,6 +371,10 @@ async function run (store: string, db: StoreDb, blocks: BlockStore, opts: Verify
       report({ ...bp, message: bp.message + named + next })
     }
   }
+
+  const ledger = verifyLedger(store)
+  counts.ledgerEntries = ledger.entries
+  for (const lp of ledger.problems) report({ code: lp.code, message: lp.message, ...(lp.seq !== undefined ? { entry: lp.seq } : {}) })
 
   if (dropped > 0) problems.push({ code: problems[problems.length - 1]!.code, message: `... and ${dropped} more problems (only the first ${MAX_PROBLEMS} are listed)` })
   return { store, ok: problems.length === 0, problems, counts, losses }
