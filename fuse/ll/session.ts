@@ -689,7 +689,7 @@ class Core {
       this.thrown(id, e, what)
       return
     }
-    this.settle(op, id, answer, what)
+    this.settle(op, id, answer, what, undefined, A[A_INO])
   }
 
   private setAttr (): SetAttr {
@@ -705,12 +705,13 @@ class Core {
     return s
   }
 
-  private settle (op: number, id: number, answer: unknown, what: string, custom?: (v: unknown) => void): void {
+  /** `ino`: the request's inode number, kept here because the argument scratch is overwritten by the next request before a Promise settles */
+  private settle (op: number, id: number, answer: unknown, what: string, custom?: (v: unknown) => void, ino = 0): void {
     if (isPromise(answer)) {
-      answer.then((v) => this.answer(op, id, v, what, custom), (e) => this.thrown(id, e, what))
+      answer.then((v) => this.answer(op, id, v, what, custom, ino), (e) => this.thrown(id, e, what))
       return
     }
-    this.answer(op, id, answer, what, custom)
+    this.answer(op, id, answer, what, custom, ino)
   }
 
   private thrown (id: number, e: unknown, what: string): void {
@@ -734,7 +735,7 @@ class Core {
     }
   }
 
-  private answer (op: number, id: number, v: unknown, what: string, custom?: (v: unknown) => void): void {
+  private answer (op: number, id: number, v: unknown, what: string, custom: ((v: unknown) => void) | undefined, ino: number): void {
     const h = this.h!
     if (typeof v === 'number' && v < 0) {
       if (Number.isInteger(v) && v > -4096) { native.replyErr(h, id, -v); return }
@@ -742,7 +743,7 @@ class Core {
       return
     }
     if (custom !== undefined) { this.reply(() => { custom(v); return 0 }, id, what); return }
-    this.reply(() => this.answerValue(op, id, v, what), id, what)
+    this.reply(() => this.answerValue(op, id, v, what, ino), id, what)
   }
 
   private putAttr (a: Attr): void {
@@ -760,7 +761,7 @@ class Core {
     return [e.ino, e.incarnation ?? 0, e.generation ?? 0, e.entryTimeout ?? this.et, e.attrTimeout ?? this.at]
   }
 
-  private answerValue (op: number, id: number, v: any, what: string): number {
+  private answerValue (op: number, id: number, v: any, what: string, ino: number): number {
     const h = this.h!
     switch (op) {
       case OP.lookup: case OP.mknod: case OP.mkdir: case OP.symlink: case OP.link: {
@@ -774,7 +775,7 @@ class Core {
       case OP.getattr: case OP.setattr: {
         const has = v !== null && typeof v === 'object' && typeof v.attr === 'object'
         this.putAttr(has ? v.attr : v)
-        return native.replyAttr(h, id, has ? v.attrTimeout : this.at, this.A[A_INO])
+        return native.replyAttr(h, id, has ? v.attrTimeout : this.at, ino)
       }
       case OP.open: case OP.opendir:
         if (typeof v === 'number') return native.replyOpen(h, id, v, 0)

@@ -29,12 +29,19 @@ def err(f):
 def out(v): print(json.dumps(v))
 `
 
-/** Runs Python `code` in a child process with cwd `dir`; resolves with the JSON its last output line holds. */
+/**
+ * Runs Python `code` in a child process whose working directory is `dir`;
+ * resolves with the JSON its last output line holds. The child changes into
+ * `dir` itself (os.chdir): spawning with `cwd` on the mount would make
+ * libuv's child chdir before exec while this process (which serves the
+ * mount) waits for it, and the lookup would never be answered.
+ */
 export function py (dir: string, code: string, o: { asUser?: number, timeoutMs?: number } = {}): Promise<any> {
   const cmd = o.asUser === undefined ? PY : 'setpriv'
-  const args = o.asUser === undefined ? ['-c', PRELUDE + code] : [`--reuid=${o.asUser}`, `--regid=${o.asUser}`, '--clear-groups', PY, '-c', PRELUDE + code]
+  const prog = PRELUDE + `os.chdir(${JSON.stringify(dir)})\n` + code
+  const args = o.asUser === undefined ? ['-c', prog] : [`--reuid=${o.asUser}`, `--regid=${o.asUser}`, '--clear-groups', PY, '-c', prog]
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { cwd: dir, timeout: o.timeoutMs ?? 120000, maxBuffer: 64 << 20 }, (e, stdout, stderr) => {
+    execFile(cmd, args, { cwd: '/', timeout: o.timeoutMs ?? 120000, maxBuffer: 64 << 20 }, (e, stdout, stderr) => {
       if (e) { reject(new Error(`python failed: ${e.message}\n${stderr}`)); return }
       const lines = stdout.trim().split('\n')
       try { resolve(JSON.parse(lines[lines.length - 1])) } catch { reject(new Error(`python printed no JSON: ${stdout}\n${stderr}`)) }
@@ -42,10 +49,10 @@ export function py (dir: string, code: string, o: { asUser?: number, timeoutMs?:
   })
 }
 
-/** Runs a shell command in a child process; resolves with its exit code and output. */
+/** Runs a shell command in a child process (after `cd cwd`, in the child: see py); resolves with its exit code and output. */
 export function sh (cmd: string, cwd = '/'): Promise<{ code: number, stdout: string, stderr: string }> {
   return new Promise((resolve) => {
-    execFile('bash', ['-c', cmd], { cwd, timeout: 120000 }, (e, stdout, stderr) => {
+    execFile('bash', ['-c', `cd ${JSON.stringify(cwd)} && { ${cmd}\n}`], { cwd: '/', timeout: 120000 }, (e, stdout, stderr) => {
       resolve({ code: e ? ((e as any).code ?? 1) : 0, stdout, stderr })
     })
   })
