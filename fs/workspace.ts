@@ -1163,11 +1163,15 @@ export class Workspace implements FsOps, InodeOps {
     this.renameIn(sdir, name, ddir, newName, name, newName)
   }
 
-  /** open(2) by inode: a handle that follows the inode, never a name; O_TRUNC truncates (atomic_o_trunc). */
+  /**
+   * open(2) by inode: a handle that follows the inode, never a name. O_TRUNC
+   * truncates (atomic_o_trunc), also with O_RDONLY as Linux does (the kernel
+   * has checked write permission for it).
+   */
   openAt (ino: Ino, flags: number): number {
     const r = this.must(ino)
     if (isDir(r) && (flags & O_ACCMODE) !== 0) fail(EISDIR, `inode ${ino}: is a directory`)
-    if ((flags & O_TRUNC) && isFile(r) && (flags & O_ACCMODE) !== 0) this.truncateIno(ino, 0)
+    if ((flags & O_TRUNC) && isFile(r)) this.truncateIno(ino, 0)
     return this.openHandle(ino, flags, null)
   }
 

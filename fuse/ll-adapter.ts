@@ -162,7 +162,7 @@ export class LowLevelMount {
   /** -errno for an exception (see the module comment). */
   private errno (e: unknown, what: string): number {
     this.counts.errors++
-    if (e instanceof FsError) return -e.errno
+    if (e instanceof FsError || e instanceof FuseError) return -e.errno
     if (isNoSpace(e)) {
       const now = Date.now()
       if (now - this.noSpaceLogged > 60000) { this.noSpaceLogged = now; this.log(`rewindfs: ${what}: ${(e as Error).message}`) }
@@ -286,7 +286,7 @@ export class LowLevelMount {
 
 const DOT = Buffer.from('.')
 const DOTDOT = Buffer.from('..')
-const NODATA = new FuseError(E.ENODATA)
+const NODATA = new FsError(E.ENODATA, 'no such xattr')
 
 function isDotName (b: Uint8Array): boolean {
   return (b.length === 1 && b[0] === 46) || (b.length === 2 && b[0] === 46 && b[1] === 46)
@@ -323,8 +323,7 @@ function changeOf (set: { valid: number, mode?: number, uid?: number, gid?: numb
 function seekData (ws: InodeOps, fh: number, offset: number, whence: number): number {
   if (whence !== SEEK_DATA && whence !== SEEK_HOLE) throw new FsError(E.EINVAL, `lseek whence ${whence} reaches the filesystem only for SEEK_DATA and SEEK_HOLE`)
   const size = ws.fgetattr(fh).size
-  if (offset < 0) throw new FsError(E.EINVAL, 'negative offset')
-  if (offset >= size) throw new FsError(E.ENXIO, `offset ${offset} is at or past the end (${size} bytes)`)
+  if (offset < 0 || offset >= size) throw new FsError(E.ENXIO, `offset ${offset} is at or past the end (${size} bytes)`)
   const ranges = ws.dataRangesOf(fh)
   if (whence === SEEK_DATA) {
     for (const [start, end] of ranges) if (end > offset) return Math.max(start, offset)
