@@ -34,6 +34,7 @@
  */
 import fs from 'node:fs'
 import os from 'node:os'
+import { execFile } from 'node:child_process'
 import {
   LowLevelSession, FuseError, SETATTR,
   type LowLevelOps, type Request, type Entry, type Attr, type DirEntry, type DirPlusEntry, type NotifyItem, type Open
@@ -102,10 +103,31 @@ export class LowLevelMount {
     })
   }
 
-  /** Unmounts (pending requests get EIO; libfuse detaches the mount) and waits for the session's end. */
+  /**
+   * Unmounts: first a lazy detach (fusermount3 -uz, as the old layer did),
+   * so that what opens the directory from now on sees the directory below
+   * instead of an error, then the requests in flight are answered, then
+   * the session ends (a request that arrives later through a reference
+   * still held, a cwd inside, gets EIO) and the call resolves. Rejects when the
+   * kernel refused the detach (the mount stays served).
+   */
   async unmount (): Promise<void> {
     const s = this.session
     if (s === null) return
+    if (!s.gone) {
+      await new Promise<void>((resolve, reject) => {
+        execFile('fusermount3', ['-uz', this.o.mountpoint], { cwd: '/' }, (e, _out, err) => {
+          if (e && mounted(this.o.mountpoint)) reject(new Error(`fusermount3 -uz ${this.o.mountpoint} failed: ${String(err).trim() || e.message}`))
+          else resolve()
+        })
+      })
+    }
+    // requests already in flight on the detached mount (a readdir begun just before) are answered, not failed:
+    // wait until none is pending twice in a row, at most 1 s
+    for (let calm = 0, t = 0; calm < 2 && t < 100; t++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      calm = s.stats().pending === 0 ? calm + 1 : 0
+    }
     await s.unmount()
   }
 
@@ -287,6 +309,11 @@ export class LowLevelMount {
 const DOT = Buffer.from('.')
 const DOTDOT = Buffer.from('..')
 const NODATA = new FsError(E.ENODATA, 'no such xattr')
+
+/** True when `dir` is a mount point in /proc/mounts. */
+function mounted (dir: string): boolean {
+  return fs.readFileSync('/proc/mounts', 'utf8').split('\n').some((l) => l.split(' ')[1] === dir)
+}
 
 function isDotName (b: Uint8Array): boolean {
   return (b.length === 1 && b[0] === 46) || (b.length === 2 && b[0] === 46 && b[1] === 46)
