@@ -21,6 +21,7 @@ import {
 } from '../proto/messages.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { ConnectionError, RewindError, TimeoutError } from './errors.js'
+import { discover } from './discover.js'
 
 export { ConnectionError, RewindError, TimeoutError } from './errors.js'
 
@@ -29,8 +30,10 @@ export const DEFAULT_TIMEOUT_MS = 30000
 /** Default bound on an incoming reply, bytes (the server's default maxPayload plus framing slack). */
 export const DEFAULT_CLIENT_MAX_PAYLOAD = 64 * 1024 * 1024 + 1024 * 1024
 
-/** Options of RewindClient.connect. Endpoint: url, else socketPath, else storeDir's daemon.json. */
+/** Options of RewindClient.connect. Endpoint: url, else socketPath, else storeDir's daemon.json, else discovery from `workspace`. */
 export interface ConnectOptions {
+  /** a workspace or any path inside one: the daemon is found by the discovery rule (client/discover.ts, PROTOCOL.md §1 "Finding the daemon"), again at every reconnect */
+  workspace?: string
   /** websocket URL, e.g. ws://127.0.0.1:4711/ */
   url?: string
   /** unix socket path of the daemon */
@@ -83,8 +86,8 @@ export class RewindClient {
    * (E_UNAUTHORIZED on 401, E_UNSUPPORTED_VERSION) or ConnectionError.
    */
   static async connect (opts: ConnectOptions = {}): Promise<RewindClient> {
-    if (opts.url === undefined && opts.socketPath === undefined && opts.storeDir === undefined) {
-      throw new TypeError('RewindClient.connect: give url, socketPath or storeDir')
+    if (opts.url === undefined && opts.socketPath === undefined && opts.storeDir === undefined && opts.workspace === undefined) {
+      throw new TypeError('RewindClient.connect: give workspace, url, socketPath or storeDir')
     }
     const c = new RewindClient({ ...opts, timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, encoding: opts.encoding ?? 'msgpack', maxPayload: opts.maxPayload ?? DEFAULT_CLIENT_MAX_PAYLOAD })
     await c.open()
@@ -342,8 +345,17 @@ export class RewindClient {
     }
     let token = this.opts.token
     if (token === undefined && storeDir !== undefined) token = await readClientToken(path.join(storeDir, 'token'))
+    if ((url === undefined || token === undefined) && this.opts.workspace !== undefined) {
+      let found
+      try { found = await discover(this.opts.workspace) } catch (err) {
+        throw new ConnectionError((err as Error).message, undefined, { cause: err })
+      }
+      if (found === null) throw new ConnectionError(`no rewindfs daemon serves ${this.opts.workspace}: no connection file for it or an ancestor (is it mounted? rewindfs mount DIR; REWINDFS_RUNTIME_DIR must match the daemon's)`)
+      url ??= found.socket !== null ? `ws+unix:${found.socket}:/` : `ws://127.0.0.1:${found.port}/`
+      token ??= await readClientToken(found.token)
+    }
     if (url === undefined) throw new TypeError('RewindClient: no endpoint')
-    if (token === undefined) throw new TypeError('RewindClient: give token or storeDir')
+    if (token === undefined) throw new TypeError('RewindClient: give token, storeDir or workspace')
     return { url, token }
   }
 
