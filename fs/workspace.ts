@@ -564,7 +564,9 @@ export class Workspace implements FsOps, InodeOps {
   rename (from: string, to: string): void {
     const [sdir, sname] = this.parentOf(from)
     const [ddir, dname] = this.parentOf(to)
-    if (this.renameIn(sdir, sname, ddir, dname, from, to)) this.renameHandles(to, null)
+    const r = this.renameIn(sdir, sname, ddir, dname, from, to)
+    if (r === 'same') return
+    if (r === 'replaced') this.renameHandles(to, null)
     this.renameHandles(from, to)
   }
 
@@ -578,15 +580,17 @@ export class Workspace implements FsOps, InodeOps {
 
   /**
    * Moves entry `sname` of `sdir` to `dname` of `ddir` (both listed),
-   * replacing a target of a compatible type as rename(2) does. Returns true
-   * when a target was replaced. `from`/`to` name the two in errors.
+   * replacing a target of a compatible type as rename(2) does. Returns
+   * 'same' when both names are links of one inode (nothing changes, as
+   * rename(2) says), 'replaced' when a target was replaced, else 'moved'.
+   * `from`/`to` name the two in errors.
    */
-  private renameIn (sdir: InodeRecord, sname: string, ddir0: InodeRecord, dname: string, from: string, to: string): boolean {
+  private renameIn (sdir: InodeRecord, sname: string, ddir0: InodeRecord, dname: string, from: string, to: string): 'same' | 'replaced' | 'moved' {
     const sino = sdir.entries!.get(sname)
     if (sino === undefined) fail(ENOENT, `${from}: no such file or directory`)
     const src = this.must(sino)
     const dino = ddir0.entries!.get(dname)
-    if (dino === sino) return false
+    if (dino === sino) return 'same'
     if (isDir(src)) this.notBelow(ddir0, sino, to)
     let replaced = false
     if (dino !== undefined) {
@@ -606,7 +610,7 @@ export class Workspace implements FsOps, InodeOps {
     s.mtime = s.ctime = nowNs()
     this.addEntry(this.mutable(ddir0.ino), dname, c)
     c.ctime = nowNs()
-    return replaced
+    return replaced ? 'replaced' : 'moved'
   }
 
   /** RENAME_EXCHANGE: `sname` of `sdir` and `dname` of `ddir` (both listed, both must exist) swap their inodes. */
