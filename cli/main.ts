@@ -26,6 +26,12 @@ import { registerStatus } from './commands/status.js'
 import { registerPin } from './commands/pin.js'
 import { registerGc } from './commands/gc.js'
 import { registerVerify } from './commands/verify.js'
+import { registerUndo } from './commands/undo.js'
+import { registerBisect } from './commands/bisect.js'
+import { registerBlame } from './commands/blame.js'
+import { registerMcp } from './commands/mcp.js'
+import { registerHooks } from './commands/hooks.js'
+import { registerRewind } from './commands/rewind.js'
 
 /** The whole program, every command added; parseAsync(argv) runs one. */
 export function program (): Command {
@@ -47,6 +53,12 @@ export function program (): Command {
   registerPin(p)
   registerGc(p)
   registerVerify(p)
+  registerUndo(p)
+  registerBisect(p)
+  registerBlame(p)
+  registerMcp(p)
+  registerHooks(p)
+  registerRewind(p)
   return p
 }
 

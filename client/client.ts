@@ -17,7 +17,7 @@ import {
   isConnectionInfo, isErrorReply, isEvent, isOkReply,
   type CandidateInfo, type CheckpointEvent, type CheckpointId, type CheckpointInfo, type DiffEntry, type Encoding, type Event, type EventName,
   type ExportInfo, type GcPolicy, type GcReport, type RunEndInfo, type HelloInfo, type MemoryAddInfo, type MemoryEntry, type MemoryGetInfo, type Op, type OpArgs, type OpResults, type RestoreEvent, type RestoreInfo,
-  type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo,
+  type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo, type UndoInfo, type PathHistoryEntry,
 } from '../proto/messages.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { ConnectionError, RewindError, TimeoutError } from './errors.js'
@@ -121,9 +121,31 @@ export class RewindClient {
     return this.call('mark', args, o)
   }
 
-  /** Restore checkpoint `id` exactly; unknown id → RewindError E_UNKNOWN_CHECKPOINT and nothing changes. */
-  restore (args: { id: CheckpointId }, o?: CallOptions): Promise<RestoreInfo> {
-    return this.call('restore', { checkpoint: args.id }, o)
+  /**
+   * Restore checkpoint `id` exactly; unknown id → RewindError E_UNKNOWN_CHECKPOINT and nothing changes.
+   * `paths`: only those files or subtrees, on the current branch, as a new checkpoint (RestoreInfo.result);
+   * `dryRun`: what would change (RestoreInfo.changes), nothing changed.
+   */
+  restore (args: { id: CheckpointId; paths?: string[]; dryRun?: boolean }, o?: CallOptions): Promise<RestoreInfo> {
+    const a: { checkpoint: CheckpointId; paths?: string[]; dryRun?: boolean } = { checkpoint: args.id }
+    if (args.paths !== undefined) a.paths = args.paths
+    if (args.dryRun !== undefined) a.dryRun = args.dryRun
+    return this.call('restore', a, o)
+  }
+
+  /**
+   * Revert what the segment ending at checkpoint `id` changed, where no later change touched the same paths;
+   * with conflicts (UndoInfo.conflicts) nothing is applied. `dryRun`: change nothing.
+   */
+  undo (args: { id: CheckpointId; dryRun?: boolean }, o?: CallOptions): Promise<UndoInfo> {
+    const a: { checkpoint: CheckpointId; dryRun?: boolean } = { checkpoint: args.id }
+    if (args.dryRun !== undefined) a.dryRun = args.dryRun
+    return this.call('undo', a, o)
+  }
+
+  /** The checkpoints at which `path` changed, newest first: the current lineage, or every branch with `all`; at most `limit` (default 100); `meta`: with each checkpoint's segment metadata. */
+  history (args: { path: string; all?: boolean; limit?: number; meta?: boolean }, o?: CallOptions): Promise<PathHistoryEntry[]> {
+    return this.call('history', args, o)
   }
 
   /** Checkpoints newest first; all branches unless `branch`; at most `limit` (default 100 in the daemon). */
@@ -391,7 +413,7 @@ function withCheckpoint<T extends { id?: CheckpointId }> (args: T): Omit<T, 'id'
 }
 
 /** Read a token file, refusing one that group or others can access. */
-async function readClientToken (file: string): Promise<string> {
+export async function readClientToken (file: string): Promise<string> {
   let st
   try {
     st = await fs.stat(file)

@@ -249,7 +249,8 @@ export class Workspace implements FsOps, InodeOps {
     return true
   }
 
-  private allocIno (): Ino {
+  /** A new inode number, never used before on any branch (selective restore gives grafted records one where theirs is taken). Throws EFBIG past 2^32. */
+  allocIno (): Ino {
     const ino = this.nextIno++
     if (ino >= 2 ** 32) fail(EFBIG, 'out of inode numbers (2^32 created)')
     return ino

@@ -64,6 +64,14 @@ export interface RestoreInfo {
   ms: number
   /** the checkpoint ("before restore to N") that keeps the unsaved changes the restore replaced, or null when there were none */
   saved: CheckpointId | null
+  /** restore with `paths` only: the paths restored (normalised; one below another restored path is left out, the ancestor covers it) */
+  paths?: string[]
+  /** restore with `paths` only: true when nothing was changed (`dryRun` asked) */
+  dryRun?: boolean
+  /** restore with `paths` only: what differs at those paths, from the workspace before to the checkpoint, as diff lists it (what the restore changes, or would) */
+  changes?: DiffEntry[]
+  /** restore with `paths` only: the new checkpoint on the current branch holding the result, or null (dry run, or nothing differed) */
+  result?: CheckpointId | null
 }
 
 /** Kinds of change in a diff. */
@@ -74,6 +82,66 @@ export interface DiffEntry {
   path: string
   /** added | deleted | modified (content) | meta (mode, owner, times, xattrs only) | type (kind changed) */
   change: typeof DIFF_CHANGES[number]
+}
+
+/** One conflict of an `undo`: a path the undone segment changed that a later change also touched. */
+export interface UndoConflict {
+  /** the path the undone segment changed ('/a/b') */
+  path: string
+  /** how the undone segment changed it */
+  change: DiffEntry['change']
+  /** the later checkpoint whose segment touched it, or null for the unsaved changes */
+  by: CheckpointId | null
+  /** the path that later change was at (the same path, one below it, or a directory above it) */
+  laterPath: string
+  laterChange: DiffEntry['change']
+}
+
+/** Result of `undo`. */
+export interface UndoInfo {
+  /** the checkpoint whose segment is undone */
+  checkpoint: CheckpointId
+  /** its parent: the paths go back as they were there */
+  from: CheckpointId
+  /** what the segment changed (diff from `from` to `checkpoint`) */
+  segment: DiffEntry[]
+  /** paths a later change also touched; when there is any, nothing was applied */
+  conflicts: UndoConflict[]
+  /** directories whose attributes the segment changed and a later segment changed again: left as they are */
+  skipped: string[]
+  /** true when the undo was applied (a new checkpoint, `restore.result`) */
+  applied: boolean
+  dryRun: boolean
+  /** the selective restore that applies (or, with dryRun, would apply) it; null when there were conflicts or nothing to revert */
+  restore: RestoreInfo | null
+}
+
+/** One change of a path at a checkpoint, as `history` lists them. */
+export interface PathHistoryEntry {
+  /** the checkpoint that ends the segment that made the change */
+  checkpoint: CheckpointId
+  /** the checkpoint it is compared with (its parent), or null for the first */
+  parent: CheckpointId | null
+  branch: string
+  /** time of the checkpoint, ms since the Unix epoch */
+  time: Integer
+  label: string | null
+  /** added | deleted | modified (content; for a directory: something below it) | meta (attributes only) | type */
+  change: DiffEntry['change']
+  /** kind at the checkpoint, null when deleted */
+  type: typeof FILE_TYPES[number] | null
+  /** size at the checkpoint in bytes (0 for directories), null when deleted */
+  size: Integer | null
+  /** size at the parent in bytes, null when absent there */
+  sizeBefore: Integer | null
+  /** added by a rename: the inode's path at the parent ('a/b') */
+  from?: string
+  /** deleted by a rename: the inode's path at the checkpoint */
+  to?: string
+  /** a directory: how many inodes below it differ */
+  below?: Integer
+  /** the segment metadata given with the checkpoint's mark (null when none); only when the request asked (`meta`) */
+  meta?: unknown
 }
 
 /** Kinds of inode. */
@@ -229,7 +297,7 @@ export interface OpArgs {
   hello: { client?: string }
   status: Record<never, never>
   mark: { label?: string; context?: unknown; meta?: unknown }
-  restore: { checkpoint: CheckpointId }
+  restore: { checkpoint: CheckpointId; paths?: string[]; dryRun?: boolean }
   log: { branch?: string; limit?: Integer }
   diff: { a: CheckpointId; b?: CheckpointId }
   stat: { checkpoint?: CheckpointId; path: string }
@@ -245,6 +313,8 @@ export interface OpArgs {
   pin: { checkpoint: CheckpointId; pinned?: boolean }
   run_end: { run: string }
   gc: { keepLast?: Integer; abandonedAfterMs?: Integer; runIdleMs?: Integer; dryRun?: boolean }
+  undo: { checkpoint: CheckpointId; dryRun?: boolean }
+  history: { path: string; all?: boolean; limit?: Integer; meta?: boolean }
 }
 
 /** Result of each operation (the `ok` of a successful reply). */
@@ -269,10 +339,12 @@ export interface OpResults {
   pin: CheckpointInfo
   run_end: RunEndInfo
   gc: GcReport
+  undo: UndoInfo
+  history: PathHistoryEntry[]
 }
 
 /** Every operation, in the order PROTOCOL.md lists them. */
-export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe', 'pin', 'run_end', 'gc'] as const
+export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe', 'pin', 'run_end', 'gc', 'undo', 'history'] as const
 
 /** An operation name. */
 export type Op = typeof OPS[number]
