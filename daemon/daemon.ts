@@ -29,9 +29,8 @@ import { HOOK_SOCKET } from '../proto/hook.js'
 import { loadOrCreateToken, tokenPath, writeConnectionFile, removeConnectionFile } from './token.js'
 import { accessUser, clearStaleSocket, grantSocket, publishConnection, unpublishConnection, type Published } from './discovery.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
-import { FuseMount } from '../fuse/adapter.js'
+import { fuseLayer, workspaceMount, checkFuseLayer } from '../fuse/layer.js'
 import { xattrIo } from '../fuse/xattr.js'
-import { requestCounts } from '../fuse/binding.js'
 import { exportCheckpoint } from '../fs/export.js'
 import { writeBack } from '../fs/writeback.js'
 import { mountState } from './mounts.js'
@@ -76,11 +75,9 @@ export interface Daemon {
   shutdown(discard: boolean): Promise<void>
 }
 
-/** Checks the machine can mount; throws an Error that says what to install. */
+/** Checks the machine can mount with the FUSE layer REWINDFS_FUSE picks (fuse/layer.ts); throws an Error that says what to install or set. */
 export function checkFuseAvailable (): void {
-  if (!fs.existsSync('/dev/fuse')) throw new Error('/dev/fuse is missing: load the fuse kernel module (modprobe fuse) or run where FUSE is available')
-  const libs = ['/usr/lib/x86_64-linux-gnu/libfuse.so.2', '/lib/x86_64-linux-gnu/libfuse.so.2', '/usr/lib/aarch64-linux-gnu/libfuse.so.2', '/usr/lib/libfuse.so.2']
-  if (!libs.some(l => fs.existsSync(l))) throw new Error('libfuse2 is missing: apt-get install -y libfuse2 fuse')
+  checkFuseLayer(fuseLayer())
 }
 
 /** Starts a daemon for `dir`: returns once the workspace is mounted and the server listens. */
@@ -163,7 +160,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
 
   const live = ws
   // constructed here, mounted once the server listens (a bad or busy port must fail before anything is mounted)
-  const fuse = new FuseMount({ mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live) })
+  const fuse = workspaceMount(fuseLayer(), { mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live) })
 
   let server: RewindServer | null = null
   let hooks: HookSocket | null = null
@@ -302,7 +299,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     storePath: o.store,
     protocol: PROTOCOL_VERSION,
     invalidate: async (plan) => { await fuse.invalidate(plan) },
-    requests: requestCounts,
+    requests: () => fuse.requestCounts(),
     exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir, xattrs: xattrIo }),
     unmount: beginUnmount,
     ledger,

@@ -32,6 +32,79 @@ export interface InvalidationPlan {
   nameless: boolean
   /** names that disappear or change type, deepest first */
   entries: string[]
+  /**
+   * The same plan by inode number, for the low-level adapter (kernel node
+   * ids derive from inode numbers, fuse/ll-adapter.ts): inodes of the live
+   * state before the swap whose attributes and pages the kernel must drop,
+   * and names (parent inode before the swap, name) that disappear, change
+   * type or stop naming their inode, deepest first. Absent in plans made
+   * before this field existed: the adapter then drops the root's names.
+   */
+  byIno?: { inodes: Ino[], entries: Array<[Ino, string]> }
+}
+
+/** What setattr changes: only the fields present. Times in ns since the epoch; 'now' is the current time (UTIME_NOW). */
+export interface AttrChange {
+  mode?: number
+  uid?: number
+  gid?: number
+  /** new size, bytes (truncate) */
+  size?: number
+  atime?: bigint | 'now'
+  mtime?: bigint | 'now'
+}
+
+/** renameAt flags (renameat2(2)). */
+export const RENAME_NOREPLACE = 1
+export const RENAME_EXCHANGE = 2
+
+/**
+ * The operations by inode number the low-level FUSE adapter
+ * (fuse/ll-adapter.ts) calls: the kernel names a file by node id (derived
+ * from the inode number) and a new name by (parent inode, name). Names are
+ * single path components (no '/'), at most 255 bytes. Every operation is
+ * synchronous and throws FsError with a positive errno; an inode number
+ * the live state no longer holds fails with ESTALE.
+ */
+export interface InodeOps {
+  /** the stat of `name` in directory `parent` (ENOENT, ENOTDIR) */
+  lookupAt(parent: Ino, name: string): Stat
+  /** the stat of an inode (open files whose names are gone included) */
+  statIno(ino: Ino): Stat
+  /** changes attributes (chmod, chown, truncate, utimens in one call, in that order); `fh` is the handle it came through, if any; returns the new stat */
+  setattrIno(ino: Ino, change: AttrChange, fh: number | null): Stat
+  /** a directory's entries with their stats, '.' and '..' excluded, in a stable order */
+  readdirIno(ino: Ino): Array<[string, Stat]>
+  /** the directory holding a directory (the root: itself), for '..' */
+  parentIno(ino: Ino): Ino
+  readlinkIno(ino: Ino): string
+  mknodAt(parent: Ino, name: string, mode: number, rdev: number, caller: Caller): Stat
+  mkdirAt(parent: Ino, name: string, mode: number, caller: Caller): Stat
+  symlinkAt(parent: Ino, name: string, target: string, caller: Caller): Stat
+  /** a new name for an existing inode (EPERM for a directory); returns its stat (nlink + 1) */
+  linkAt(ino: Ino, parent: Ino, name: string): Stat
+  unlinkAt(parent: Ino, name: string): void
+  rmdirAt(parent: Ino, name: string): void
+  /** rename(2), or renameat2(2) with RENAME_NOREPLACE (EEXIST when the target exists) or RENAME_EXCHANGE (both must exist; they swap) */
+  renameAt(parent: Ino, name: string, newParent: Ino, newName: string, flags: number): void
+  /** opens an inode (O_TRUNC honoured); returns a handle (> 0) */
+  openAt(ino: Ino, flags: number): number
+  /** creates and opens (O_EXCL honoured; an existing file is opened, O_TRUNC honoured) */
+  createAt(parent: Ino, name: string, mode: number, flags: number, caller: Caller): { fh: number, stat: Stat }
+  setxattrIno(ino: Ino, name: string, value: Uint8Array, flags: number): void
+  /** an xattr's value, or undefined when absent */
+  xattrIno(ino: Ino, name: string): Uint8Array | undefined
+  listxattrIno(ino: Ino): string[]
+  removexattrIno(ino: Ino, name: string): void
+  /** byte ranges [start, end) that may hold data, increasing (the rest are holes): SEEK_DATA / SEEK_HOLE */
+  dataRangesOf(fh: number): Array<[number, number]>
+  /** the open handle's stat */
+  fgetattr(fh: number): Stat
+  read(fh: number, buf: Buffer, len: number, pos: number): number
+  write(fh: number, buf: Buffer, len: number, pos: number): number
+  release(fh: number): void
+  /** the inode a handle is open on */
+  handleIno(fh: number): Ino
 }
 
 /** The operations the FUSE adapter calls on the live workspace (fs/workspace.ts implements them). */

@@ -35,7 +35,7 @@ import { LowerLayer, type LowerEntry, recordOfLower, frozenBlocks } from './lowe
 import { BlockList, MAX_BLOCKS, isZeroBlock } from './blocklist.js'
 import { copyIntoBlocks, dataExtents, forOtherProcess } from './sparse.js'
 import { isNoSpace } from '../store/errors.js'
-import type { Caller, FsOps, Stat } from './api.js'
+import { type AttrChange, type Caller, type FsOps, type InodeOps, type Stat, RENAME_NOREPLACE, RENAME_EXCHANGE } from './api.js'
 import {
   fail, ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, EPERM, ESTALE, ENODATA,
   ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG, ENOTSUP
@@ -63,6 +63,7 @@ interface Handle { ino: Ino, flags: number, path: string | null, stale?: boolean
 
 const O_ACCMODE = 3
 const O_APPEND = fs.constants.O_APPEND
+const O_TRUNC = fs.constants.O_TRUNC
 const XATTR_CREATE = 1
 const XATTR_REPLACE = 2
 /** Largest xattr value accepted, bytes (Linux XATTR_SIZE_MAX). */
@@ -86,7 +87,7 @@ export interface WorkspaceOptions {
 }
 
 /** The live generation of one mounted workspace. */
-export class Workspace implements FsOps {
+export class Workspace implements FsOps, InodeOps {
   readonly blocks: Blocks
   readonly lower: LowerLayer
   /**
@@ -526,6 +527,11 @@ export class Workspace implements FsOps {
 
   private create0 (path: string, mode: number, caller: Caller, init?: (r: InodeRecord) => void): InodeRecord {
     const [dir, name] = this.parentOf(path)
+    return this.createIn(dir, name, mode, caller, init, path)
+  }
+
+  /** A new inode named `name` in the (listed) directory `dir`. */
+  private createIn (dir: InodeRecord, name: string, mode: number, caller: Caller, init?: (r: InodeRecord) => void, path = name): InodeRecord {
     if (dir.entries!.has(name)) fail(EEXIST, `${path}: file exists`)
     const r = this.newRecord(mode, caller, dir)
     if (init) init(r)
@@ -582,26 +588,43 @@ export class Workspace implements FsOps {
   /** rename(2) without flags: replaces an existing target of a compatible type. */
   rename (from: string, to: string): void {
     const [sdir, sname] = this.parentOf(from)
+    const [ddir, dname] = this.parentOf(to)
+    const r = this.renameIn(sdir, sname, ddir, dname, from, to)
+    if (r === 'same') return
+    if (r === 'replaced') this.renameHandles(to, null)
+    this.renameHandles(from, to)
+  }
+
+  /** Fails with EINVAL when directory `dir` is `ino` or below it (a directory moved into itself). */
+  private notBelow (dir: InodeRecord, ino: Ino, to: string): void {
+    for (let p: InodeRecord | undefined = dir; p; p = p.links.length ? this.get(p.links[0][0]) : undefined) {
+      if (p.ino === ino) fail(EINVAL, `${to}: cannot move a directory into itself`)
+      if (p.ino === ROOT_INO) break
+    }
+  }
+
+  /**
+   * Moves entry `sname` of `sdir` to `dname` of `ddir` (both listed),
+   * replacing a target of a compatible type as rename(2) does. Returns
+   * 'same' when both names are links of one inode (nothing changes, as
+   * rename(2) says), 'replaced' when a target was replaced, else 'moved'.
+   * `from`/`to` name the two in errors.
+   */
+  private renameIn (sdir: InodeRecord, sname: string, ddir0: InodeRecord, dname: string, from: string, to: string): 'same' | 'replaced' | 'moved' {
     const sino = sdir.entries!.get(sname)
     if (sino === undefined) fail(ENOENT, `${from}: no such file or directory`)
-    const [ddir0, dname] = this.parentOf(to)
     const src = this.must(sino)
     const dino = ddir0.entries!.get(dname)
-    if (dino === sino) return
-    if (isDir(src)) {
-      // moving a directory below itself: walk up from the target directory
-      for (let p: InodeRecord | undefined = ddir0; p; p = p.links.length ? this.get(p.links[0][0]) : undefined) {
-        if (p.ino === sino) fail(EINVAL, `${to}: cannot move a directory into itself`)
-        if (p.ino === ROOT_INO) break
-      }
-    }
+    if (dino === sino) return 'same'
+    if (isDir(src)) this.notBelow(ddir0, sino, to)
+    let replaced = false
     if (dino !== undefined) {
       const dst = this.must(dino)
       if (isDir(src) && !isDir(dst)) fail(ENOTDIR, `${to}: not a directory`)
       if (!isDir(src) && isDir(dst)) fail(EISDIR, `${to}: is a directory`)
       if (isDir(dst) && this.entriesOf(dst).size > 0) fail(ENOTEMPTY, `${to}: directory not empty`)
       this.removeEntry(ddir0, dname)
-      this.renameHandles(to, null)
+      replaced = true
     }
     const s = this.mutable(sdir.ino)
     s.entries!.delete(sname)
@@ -612,7 +635,37 @@ export class Workspace implements FsOps {
     s.mtime = s.ctime = nowNs()
     this.addEntry(this.mutable(ddir0.ino), dname, c)
     c.ctime = nowNs()
-    this.renameHandles(from, to)
+    return replaced ? 'replaced' : 'moved'
+  }
+
+  /** RENAME_EXCHANGE: `sname` of `sdir` and `dname` of `ddir` (both listed, both must exist) swap their inodes. */
+  private exchangeIn (sdir: InodeRecord, sname: string, ddir: InodeRecord, dname: string): void {
+    const a = sdir.entries!.get(sname)
+    const b = ddir.entries!.get(dname)
+    if (a === undefined) fail(ENOENT, `${sname}: no such file or directory`)
+    if (b === undefined) fail(ENOENT, `${dname}: no such file or directory`)
+    if (a === b) return
+    const ra = this.mutable(a)
+    const rb = this.mutable(b)
+    if (isDir(ra)) this.notBelow(ddir, a, dname)
+    if (isDir(rb)) this.notBelow(sdir, b, sname)
+    const s = this.mutable(sdir.ino)
+    const d = this.mutable(ddir.ino)
+    s.entries!.set(sname, b)
+    d.entries!.set(dname, a)
+    const relink = (r: InodeRecord, fromDir: Ino, fromName: string, toDir: Ino, toName: string): void => {
+      const i = r.links.findIndex(l => l[0] === fromDir && l[1] === fromName)
+      if (i >= 0) r.links[i] = [toDir, toName]
+    }
+    relink(ra, s.ino, sname, d.ino, dname)
+    relink(rb, d.ino, dname, s.ino, sname)
+    if (s !== d) {
+      if (isDir(ra)) { s.subdirs = Math.max(0, (s.subdirs ?? 1) - 1); d.subdirs = (d.subdirs ?? 0) + 1 }
+      if (isDir(rb)) { d.subdirs = Math.max(0, (d.subdirs ?? 1) - 1); s.subdirs = (s.subdirs ?? 0) + 1 }
+    }
+    const t = nowNs()
+    s.mtime = s.ctime = d.mtime = d.ctime = t
+    ra.ctime = rb.ctime = t
   }
 
   /**
@@ -683,7 +736,7 @@ export class Workspace implements FsOps {
     return h
   }
 
-  private openIno (ino: Ino, flags: number, path: string): number {
+  private openHandle (ino: Ino, flags: number, path: string | null): number {
     const fh = this.nextFh++
     if (this.nextFh > 0x7fffffff) this.nextFh = 1
     this.handles.set(fh, { ino, flags, path })
@@ -695,7 +748,7 @@ export class Workspace implements FsOps {
   open (path: string, flags: number): number {
     const r = this.must(this.resolve(path))
     if (isDir(r) && (flags & O_ACCMODE) !== 0) fail(EISDIR, `${path}: is a directory`)
-    return this.openIno(r.ino, flags, path)
+    return this.openHandle(r.ino, flags, path)
   }
 
   /** create(2): O_EXCL is honoured when the flags are known; an existing file is opened. */
@@ -704,10 +757,10 @@ export class Workspace implements FsOps {
     const existing = dir.entries!.get(name)
     if (existing !== undefined) {
       if (flags & fs.constants.O_EXCL) fail(EEXIST, `${path}: file exists`)
-      return this.openIno(existing, flags, path)
+      return this.openHandle(existing, flags, path)
     }
     const r = this.create0(path, S_IFREG | (mode & 0o7777), caller, x => { x.blocks = BlockList.empty() })
-    return this.openIno(r.ino, flags, path)
+    return this.openHandle(r.ino, flags, path)
   }
 
   release (fh: number): void {
@@ -991,6 +1044,224 @@ export class Workspace implements FsOps {
       out.set(h.path!, r !== undefined && isDir(r))
     }
     return [...out]
+  }
+
+  // ---- by inode number (the low-level adapter: fs/api.ts InodeOps) --------
+
+  /** A listed directory by inode number (ENOTDIR, ESTALE). */
+  private dirAt (ino: Ino): InodeRecord {
+    const d = this.must(ino)
+    if (!isDir(d)) fail(ENOTDIR, `inode ${ino}: not a directory`)
+    return this.listed(d)
+  }
+
+  /** A name that may be created in a directory: not empty, '.', '..', no '/', at most 255 bytes. */
+  private newName (name: string): string {
+    if (name === '' || name === '.' || name === '..' || name.includes('/')) fail(EINVAL, `${JSON.stringify(name)}: invalid name`)
+    if (name.length > 85 && Buffer.byteLength(name) > 255) fail(ENAMETOOLONG, `${name}: name longer than 255 bytes`)
+    return name
+  }
+
+  /** The stat of `name` in directory `parent` (ENOENT; ENAMETOOLONG for a name over 255 bytes, as on ext4). */
+  lookupAt (parent: Ino, name: string): Stat {
+    const d = this.dirAt(parent)
+    const ino = d.entries!.get(name)
+    if (ino === undefined) {
+      if (name.length > 85 && Buffer.byteLength(name) > 255) fail(ENAMETOOLONG, `${name}: name longer than 255 bytes`)
+      fail(ENOENT, `${name}: no such file or directory`)
+    }
+    return this.statOf(this.must(ino))
+  }
+
+  statIno (ino: Ino): Stat { return this.statOf(this.must(ino)) }
+
+  /**
+   * setattr(2)-like: mode, owner (each id alone), size, times, in that
+   * order, each setting ctime. A size change through a handle acts on the
+   * handle's inode. Returns the new stat.
+   */
+  setattrIno (ino: Ino, change: AttrChange, fh: number | null): Stat {
+    if (fh !== null && this.handles.has(fh)) ino = this.handle(fh).ino
+    const r = this.must(ino)
+    if (change.mode !== undefined || change.uid !== undefined || change.gid !== undefined) {
+      const m = this.mutable(r.ino)
+      if (change.mode !== undefined) m.mode = (m.mode & S_IFMT) | (change.mode & 0o7777)
+      if (change.uid !== undefined) m.uid = change.uid
+      if (change.gid !== undefined) m.gid = change.gid
+      m.ctime = nowNs()
+    }
+    if (change.size !== undefined) this.truncateIno(r.ino, change.size)
+    if (change.atime !== undefined || change.mtime !== undefined) {
+      const m = this.mutable(r.ino)
+      const now = nowNs()
+      if (change.atime !== undefined) m.atime = change.atime === 'now' ? now : change.atime
+      if (change.mtime !== undefined) m.mtime = change.mtime === 'now' ? now : change.mtime
+      m.ctime = now
+    }
+    return this.statOf(this.must(r.ino))
+  }
+
+  /** Entries of a directory with their stats, in the directory's order ('.' and '..' excluded). O(entries). */
+  readdirIno (ino: Ino): Array<[string, Stat]> {
+    const d = this.dirAt(ino)
+    const out: Array<[string, Stat]> = []
+    for (const [name, c] of d.entries!) {
+      const r = this.get(c)
+      if (r) out.push([name, this.statOf(r)])
+    }
+    return out
+  }
+
+  parentIno (ino: Ino): Ino {
+    const r = this.must(ino)
+    return ino === ROOT_INO || r.links.length === 0 ? ino : r.links[0][0]
+  }
+
+  readlinkIno (ino: Ino): string {
+    const r = this.must(ino)
+    if (!isSymlink(r)) fail(EINVAL, `inode ${ino}: not a symlink`)
+    return r.target!
+  }
+
+  mknodAt (parent: Ino, name: string, mode: number, rdev: number, caller: Caller): Stat {
+    const type = mode & S_IFMT || S_IFREG
+    return this.statOf(this.createIn(this.dirAt(parent), this.newName(name), type | (mode & 0o7777), caller, r => {
+      if (type === S_IFREG) r.blocks = BlockList.empty()
+      else r.rdev = rdev
+    }))
+  }
+
+  mkdirAt (parent: Ino, name: string, mode: number, caller: Caller): Stat {
+    return this.statOf(this.createIn(this.dirAt(parent), this.newName(name), S_IFDIR | (mode & 0o7777), caller, r => { r.entries = new Map(); r.subdirs = 0 }))
+  }
+
+  symlinkAt (parent: Ino, name: string, target: string, caller: Caller): Stat {
+    return this.statOf(this.createIn(this.dirAt(parent), this.newName(name), S_IFLNK | 0o777, caller, r => { r.target = target; r.size = Buffer.byteLength(target) }))
+  }
+
+  linkAt (ino: Ino, parent: Ino, name: string): Stat {
+    const r = this.must(ino)
+    if (isDir(r)) fail(EPERM, `inode ${ino}: cannot hard-link a directory`)
+    const dir = this.dirAt(parent)
+    if (dir.entries!.has(this.newName(name))) fail(EEXIST, `${name}: file exists`)
+    const m = this.mutable(r.ino)
+    this.addEntry(dir, name, m)
+    m.ctime = nowNs()
+    return this.statOf(m)
+  }
+
+  unlinkAt (parent: Ino, name: string): void {
+    const dir = this.dirAt(parent)
+    const ino = dir.entries!.get(name)
+    if (ino === undefined) fail(ENOENT, `${name}: no such file`)
+    if (isDir(this.must(ino))) fail(EISDIR, `${name}: is a directory`)
+    this.removeEntry(dir, name)
+  }
+
+  rmdirAt (parent: Ino, name: string): void {
+    const dir = this.dirAt(parent)
+    const ino = dir.entries!.get(name)
+    if (ino === undefined) fail(ENOENT, `${name}: no such directory`)
+    const r = this.must(ino)
+    if (!isDir(r)) fail(ENOTDIR, `${name}: not a directory`)
+    if (this.entriesOf(r).size > 0) fail(ENOTEMPTY, `${name}: directory not empty`)
+    this.removeEntry(dir, name)
+  }
+
+  renameAt (parent: Ino, name: string, newParent: Ino, newName: string, flags: number): void {
+    if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) !== 0 || flags === (RENAME_NOREPLACE | RENAME_EXCHANGE)) fail(EINVAL, `rename flags ${flags} not supported`)
+    const sdir = this.dirAt(parent)
+    const ddir = this.dirAt(newParent)
+    this.newName(newName)
+    if (flags & RENAME_EXCHANGE) { this.exchangeIn(sdir, name, ddir, newName); return }
+    if ((flags & RENAME_NOREPLACE) && ddir.entries!.has(newName)) {
+      if (!sdir.entries!.has(name)) fail(ENOENT, `${name}: no such file or directory`)
+      fail(EEXIST, `${newName}: file exists`)
+    }
+    this.renameIn(sdir, name, ddir, newName, name, newName)
+  }
+
+  /**
+   * open(2) by inode: a handle that follows the inode, never a name. O_TRUNC
+   * truncates (atomic_o_trunc), also with O_RDONLY as Linux does (the kernel
+   * has checked write permission for it).
+   */
+  openAt (ino: Ino, flags: number): number {
+    const r = this.must(ino)
+    if (isDir(r) && (flags & O_ACCMODE) !== 0) fail(EISDIR, `inode ${ino}: is a directory`)
+    if ((flags & O_TRUNC) && isFile(r)) this.truncateIno(ino, 0)
+    return this.openHandle(ino, flags, null)
+  }
+
+  createAt (parent: Ino, name: string, mode: number, flags: number, caller: Caller): { fh: number, stat: Stat } {
+    const dir = this.dirAt(parent)
+    const existing = dir.entries!.get(this.newName(name))
+    if (existing !== undefined) {
+      if (flags & fs.constants.O_EXCL) fail(EEXIST, `${name}: file exists`)
+      const fh = this.openAt(existing, flags)
+      return { fh, stat: this.statOf(this.must(existing)) }
+    }
+    const r = this.createIn(dir, name, S_IFREG | (mode & 0o7777), caller, x => { x.blocks = BlockList.empty() })
+    return { fh: this.openHandle(r.ino, flags, null), stat: this.statOf(r) }
+  }
+
+  setxattrIno (ino: Ino, name: string, value: Uint8Array, flags: number): void {
+    const what = `inode ${ino}`
+    if (value.length > XATTR_SIZE_MAX) fail(E2BIG, `${what}: xattr value larger than ${XATTR_SIZE_MAX} bytes`)
+    const r = this.must(ino)
+    checkXattrName(what, name)
+    const has = r.xattrs !== undefined && Object.prototype.hasOwnProperty.call(r.xattrs, name)
+    if ((flags & XATTR_CREATE) && has) fail(EEXIST, `${what}: xattr ${name} exists`)
+    if ((flags & XATTR_REPLACE) && !has) fail(ENODATA, `${what}: no xattr ${name}`)
+    const m = this.mutable(r.ino)
+    m.xattrs = { ...(m.xattrs ?? {}), [name]: new Uint8Array(value) }
+    m.ctime = nowNs()
+  }
+
+  xattrIno (ino: Ino, name: string): Uint8Array | undefined {
+    const r = this.must(ino)
+    checkXattrName(`inode ${ino}`, name)
+    if (!r.xattrs || !Object.prototype.hasOwnProperty.call(r.xattrs, name)) return undefined
+    return r.xattrs[name]
+  }
+
+  listxattrIno (ino: Ino): string[] {
+    const r = this.must(ino)
+    return r.xattrs ? Object.keys(r.xattrs) : []
+  }
+
+  removexattrIno (ino: Ino, name: string): void {
+    const r = this.must(ino)
+    checkXattrName(`inode ${ino}`, name)
+    if (!r.xattrs || !Object.prototype.hasOwnProperty.call(r.xattrs, name)) fail(ENODATA, `inode ${ino}: no xattr ${name}`)
+    const m = this.mutable(r.ino)
+    const x = { ...m.xattrs! }
+    delete x[name]
+    if (Object.keys(x).length) m.xattrs = x
+    else delete m.xattrs
+    m.ctime = nowNs()
+  }
+
+  /**
+   * Byte ranges [start, end) of an open file that may hold data (the rest
+   * are holes), increasing: its blocks holding data and its unsealed
+   * buffers, or a lower file's data extents. O(blocks holding data).
+   */
+  dataRangesOf (fh: number): Array<[number, number]> {
+    const r = this.must(this.handle(fh).ino)
+    if (!isFile(r)) fail(EINVAL, 'not a regular file')
+    if (!r.blocks) return this.dataRanges(r)
+    const ks = new Set<number>()
+    for (const [k] of r.blocks.entries()) ks.add(k)
+    for (const k of this.dirtyData.get(r.ino)?.keys() ?? []) ks.add(k)
+    const out: Array<[number, number]> = []
+    for (const k of [...ks].sort((a, b) => a - b)) {
+      const start = k * BLOCK_SIZE; const end = Math.min(start + BLOCK_SIZE, r.size)
+      if (start >= r.size) break
+      const last = out[out.length - 1]
+      if (last && last[1] === start) last[1] = end; else out.push([start, end])
+    }
+    return out
   }
 
   /** Closes lower fds (unmount). */

@@ -32,10 +32,35 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { spawnSync } from 'node:child_process'
 import { mountWorkspace } from './helpers/mount.js'
+import { fuseLayer } from '../fuse/layer.js'
 import {
   type Outcome, type P, type Trees, type PyEntry, outcome, caseDirs, statFields, runSync, pyJson, pySeq, PY_PRELUDE,
   bufDiff, preadFile, pattern, NOBODY, PYTHON
 } from './helpers/native-compare.js'
+
+/** The mount is served by the libfuse 3 low-level layer (REWINDFS_FUSE=ll): some libfuse 2.9 limitations are gone there. */
+const LOW_LEVEL = fuseLayer() === 'll'
+
+/** The 64 KiB blocks holding data of the SEEK_DATA/SEEK_HOLE test's files, as byte ranges (what the store keeps). */
+const BLOCK_RANGES: Record<string, Array<[number, number]>> = {
+  sparse: [[0, 65536], [1 << 20, (1 << 20) + 65536], [3 * (1 << 20) - 65536, 3 * (1 << 20)]],
+  dense: [[0, 100000]],
+  hole: [],
+  empty: []
+}
+
+/** lseek(SEEK_DATA / SEEK_HOLE) over data ranges, for 0 <= o < size (ENXIO when no data follows). */
+function seekIn (ranges: Array<[number, number]>, size: number, o: number, whence: string): number | string {
+  if (whence === 'SEEK_DATA') {
+    for (const [start, end] of ranges) if (end > o) return Math.max(start, o)
+    return 'ENXIO'
+  }
+  for (const [start, end] of ranges) {
+    if (start > o) return o
+    if (end > o) return Math.min(end, size)
+  }
+  return o
+}
 
 const KiB = 1024
 const MiB = 1024 * KiB
@@ -517,6 +542,11 @@ print(json.dumps(res))
       if (o < 0 || o >= n.size || name === 'dense') {
         // past the end, before the start, and on a file without holes: the same answer as native
         record(tt.same(got, n.seeks[i], `${name}: ${wn} at ${o}`))
+      } else if (LOW_LEVEL) {
+        // LIMITATION (the store's granularity): the low-level layer answers
+        // FUSE_LSEEK from the file's 64 KiB blocks, so data and holes start
+        // and end on 64 KiB boundaries (native ext4: 4 KiB). POSIX allows it.
+        limitation(tt, got, [wn, o, seekIn(BLOCK_RANGES[name], n.size, o, wn)], `${name}: ${wn} at ${o} at 64 KiB granularity (native ${JSON.stringify(v)})`)
       } else {
         // LIMITATION (libfuse 2.9 has no lseek operation; the kernel's
         // fallback for a FUSE filesystem without FUSE_LSEEK is
@@ -702,7 +732,8 @@ t.test('unlink of an open file', async tt => {
   }
   tt.same(fst.nat, { ok: { nlink: 0, size: 5 } }, 'native fstat of an unlinked open file: nlink 0')
   // Node names no code for ESTALE (116): its message is what outcome() keeps
-  limitation(tt, fst.mnt, { err: 'Unknown system error -116' }, 'fstat of an unlinked open file fails with ESTALE through the mount')
+  if (LOW_LEVEL) record(tt.same(fst.mnt, fst.nat, 'fstat of an unlinked open file: nlink 0 and its size (the low-level layer knows the inode by node id)'))
+  else limitation(tt, fst.mnt, { err: 'Unknown system error -116' }, 'fstat of an unlinked open file fails with ESTALE through the mount')
   both(tt, 'a new file of the same name is independent', c, p => { fs.writeFileSync(p('f'), 'new'); return fs.readSync(fds[p('f')]!, Buffer.alloc(10), 0, 10, 0) })
   sameContent(tt, c, 'f')
   for (const k of Object.keys(fds)) fs.closeSync(fds[k]!)

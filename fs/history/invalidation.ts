@@ -28,6 +28,10 @@ export function invalidationPlan (ws: Workspace, target: TableNode, changed: Set
   const entries = new Set<string>()
   const inodes = new Set<string>()
   const renew = new Set<string>()
+  // by inode (the low-level adapter): inodes of the live state, and (old parent, name) of names that go
+  const inoInodes = new Set<Ino>()
+  const inoEntries = new Map<string, [Ino, string, number]>()
+  const goes = (parent: Ino, name: string, depthOf: number): void => { inoEntries.set(`${parent}/${name}`, [parent, name, depthOf]) }
   const oldGet = (i: Ino): InodeRecord | undefined => ws.get(i)
   const newGet = (i: Ino): InodeRecord | undefined => lookup(target, i)
   const pathsOf = (get: (i: Ino) => InodeRecord | undefined, r: InodeRecord): string[] => {
@@ -42,7 +46,14 @@ export function invalidationPlan (ws: Workspace, target: TableNode, changed: Set
   const swap = (ino: Ino, n: InodeRecord | undefined): void => {
     const o = oldGet(ino)
     if (!o) return
+    inoInodes.add(ino)
     const oldPaths = pathsOf(oldGet, o)
+    const newLinks = n && (n.mode & S_IFMT) === (o.mode & S_IFMT) ? new Set(n.links.map(([p, nm]) => `${p}/${nm}`)) : new Set<string>()
+    for (const [parent, name] of o.links) {
+      if (newLinks.has(`${parent}/${name}`)) continue
+      const pp = pathIn(oldGet, parent)
+      goes(parent, name, pp === null ? 0 : pp.split('/').length)
+    }
     if (!n || (n.mode & S_IFMT) !== (o.mode & S_IFMT)) {
       // the name goes; its pages go too, so an fd or mmap still open on it cannot read cached bytes
       for (const p of oldPaths) if (p !== '/') { entries.add(p); inodes.add(p); if ((o.mode & S_IFMT) !== S_IFDIR) renew.add(p) }
@@ -72,6 +83,10 @@ export function invalidationPlan (ws: Workspace, target: TableNode, changed: Set
     renew: [...renew],
     // handles whose name is gone are out of reach by path: drop what the kernel caches for them
     nameless: ws.hasNamelessHandles(),
-    entries: [...entries].sort((a, b) => depth(b) - depth(a))
+    entries: [...entries].sort((a, b) => depth(b) - depth(a)),
+    byIno: {
+      inodes: [...inoInodes].filter(i => i !== 1),
+      entries: [...inoEntries.values()].sort((a, b) => b[2] - a[2]).map(([p, n]) => [p, n] as [Ino, string])
+    }
   }
 }

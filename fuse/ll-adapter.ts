@@ -1,0 +1,364 @@
+/**
+ * The low-level FUSE adapter: the live workspace served through rewindfs's
+ * own binding on libfuse 3's low-level API (fuse/ll/session.ts), by inode
+ * number. The daemon picks it with REWINDFS_FUSE=ll (README "Running";
+ * DECISIONS.md "The FUSE layer on libfuse 3's low-level API").
+ *
+ * Node ids: a kernel node id is (incarnation << INO_BITS) | ino
+ * (fuse/ll/nodeid.h), ino being the workspace's inode number. Incarnation
+ * is always 0 here; its bits are reserved for giving a file a new kernel
+ * identity at a restore (issue 13). So there is no path resolution and no
+ * node table: a request names the inode itself.
+ *
+ * Lookup counting: every answer that hands the kernel a node (lookup,
+ * create, mknod, mkdir, symlink, link, and each readdirplus entry that
+ * reached it) adds one to that node id's count; forget takes counts back,
+ * and a node id whose count reaches 0 is dropped (`nodes()` tells how many
+ * are known).
+ *
+ * Every handler is synchronous (the workspace answers from memory) except
+ * fsync/fsyncdir, which wait for durability. The session answers each
+ * request exactly once: a thrown FsError becomes its errno, a full store
+ * disk ENOSPC/EDQUOT (logged at most once a minute), anything else EIO
+ * with a log line; no request can end the daemon.
+ *
+ * Restores: `invalidate(plan)` turns the plan's inodes and names (by inode
+ * number, InvalidationPlan.byIno) into notify calls that run on the
+ * binding's notify thread, never on the JS thread and never awaited inside
+ * a handler (fuse-invalidation.md §2 rules 1-4); the tree is swapped before.
+ *
+ * Names cross as bytes (Buffers) and are decoded as UTF-8 here, because the
+ * workspace keeps names as strings today (issue 18). A name that is not
+ * valid UTF-8 is refused with EILSEQ instead of being merged with another
+ * name that decodes the same (which would lose a file).
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import { execFile } from 'node:child_process'
+import {
+  LowLevelSession, FuseError, SETATTR,
+  type LowLevelOps, type Request, type Entry, type Attr, type DirEntry, type DirPlusEntry, type NotifyItem, type Open
+} from './ll/session.js'
+import { FsError, isNoSpace } from '../base/errno.js'
+import type { InodeOps, Stat, Caller, InvalidationPlan, AttrChange } from '../fs/api.js'
+
+const E = os.constants.errno
+const SEEK_DATA = 3
+const SEEK_HOLE = 4
+const ROOT = 1
+
+export interface LowLevelAdapterOptions {
+  /** directory to mount on */
+  mountpoint: string
+  /** the live workspace (a restore swaps its tables, not the object) */
+  workspace: InodeOps
+  /** directory whose filesystem statfs reports (the store) */
+  statfsPath: string
+  /** makes the live state durable (fsync, fsyncdir); absent: they only answer */
+  durable?: (ino: number) => Promise<void>
+  /** log sink for unexpected errors */
+  log?: (msg: string) => void
+  /** seconds the kernel may cache names and attributes; default 60 (a restore invalidates what it changes) */
+  cacheTimeout?: number
+  /** mount with allow_other (default true: tools run as other users, e.g. the tests' unprivileged user) */
+  allowOther?: boolean
+}
+
+/** An open directory: its entries as they were at opendir (readdir offsets index into it: offset i+1 follows entry i). */
+interface DirHandle { ino: number, names: Buffer[], inos: number[], modes: number[] }
+
+/** A mounted workspace on the low-level binding. */
+export class LowLevelMount {
+  private session: LowLevelSession | null = null
+  private readonly ws: InodeOps
+  private readonly log: (msg: string) => void
+  private readonly timeout: number
+  /** requests answered and errors, for status */
+  readonly counts = { ops: 0, errors: 0 }
+  /** lookup count per node id the kernel holds (key: ino; incarnation 0 only, see the module comment) */
+  private readonly lookups = new Map<number, number>()
+  /** forgets of node ids the daemon never handed out or had already dropped (each one is a bug; tests read it) */
+  forgetUnknown = 0
+  private readonly dirs = new Map<number, DirHandle>()
+  private nextDirFh = 1
+  private noSpaceLogged = 0
+
+  constructor (private readonly o: LowLevelAdapterOptions) {
+    this.ws = o.workspace
+    this.log = o.log ?? ((m) => process.stderr.write(m + '\n'))
+    this.timeout = o.cacheTimeout ?? 60
+  }
+
+  /** Mounts; rejects with libfuse's message (mount point busy, no /dev/fuse, refused option). */
+  async mount (): Promise<void> {
+    this.session = await LowLevelSession.mount(this.o.mountpoint, this.ops(), {
+      entryTimeout: this.timeout,
+      attrTimeout: this.timeout,
+      allowOther: this.o.allowOther ?? true,
+      defaultPermissions: true,
+      autoUnmount: true,
+      fsname: 'rewindfs',
+      subtype: 'rewindfs',
+      log: (l) => this.log(`rewindfs: ${l}`)
+    })
+  }
+
+  /**
+   * Unmounts: first a lazy detach (fusermount3 -uz, as the old layer did),
+   * so that what opens the directory from now on sees the directory below
+   * instead of an error, then the requests in flight are answered, then
+   * the session ends (a request that arrives later through a reference
+   * still held, a cwd inside, gets EIO) and the call resolves. Rejects when the
+   * kernel refused the detach (the mount stays served).
+   */
+  async unmount (): Promise<void> {
+    const s = this.session
+    if (s === null) return
+    if (!s.gone) {
+      await new Promise<void>((resolve, reject) => {
+        execFile('fusermount3', ['-uz', this.o.mountpoint], { cwd: '/' }, (e, _out, err) => {
+          if (e && mounted(this.o.mountpoint)) reject(new Error(`fusermount3 -uz ${this.o.mountpoint} failed: ${String(err).trim() || e.message}`))
+          else resolve()
+        })
+      })
+    }
+    // requests already in flight on the detached mount (a readdir begun just before) are answered, not failed:
+    // wait until none is pending twice in a row, at most 1 s
+    for (let calm = 0, t = 0; calm < 2 && t < 100; t++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      calm = s.stats().pending === 0 ? calm + 1 : 0
+    }
+    await s.unmount()
+  }
+
+  /** Requests received by kernel opcode name (the binding's counters; bench/ reads them through `status`). */
+  requestCounts (): Record<string, number> { return this.session?.counters() ?? {} }
+
+  /** Node ids the kernel holds (looked up and not yet forgotten), and their lookup counts summed. */
+  nodes (): { nodes: number, lookups: number } {
+    let n = 0
+    for (const c of this.lookups.values()) n += c
+    return { nodes: this.lookups.size, lookups: n }
+  }
+
+  /**
+   * Drops the kernel caches a restore made stale, after the swap, on the
+   * binding's notify thread: attributes and pages of the plan's inodes,
+   * then its names deepest first, then the root's attributes. Resolves when
+   * the kernel has taken them (-ENOENT items: nothing was cached).
+   */
+  async invalidate (plan: InvalidationPlan): Promise<void> {
+    const s = this.session
+    if (s === null) return
+    const items: NotifyItem[] = []
+    if (plan.byIno !== undefined) {
+      for (const ino of plan.byIno.inodes) items.push({ kind: 'inode', ino, offset: 0, length: 0 })
+      for (const [parent, name] of plan.byIno.entries) items.push({ kind: 'entry', parent, name: Buffer.from(name) })
+    }
+    items.push({ kind: 'inode', ino: ROOT, offset: 0, length: 0 })
+    const r = await s.notify(items)
+    const bad = r.results.filter((x) => x !== 0 && x !== -E.ENOENT && x !== -E.ENOTCONN)
+    if (bad.length > 0) this.log(`rewindfs: ${bad.length} of ${items.length} kernel invalidations after a restore failed (errno ${-bad[0]})`)
+  }
+
+  // ---- lookup counting ---------------------------------------------------
+
+  private counted (st: Stat): Entry {
+    this.lookups.set(st.ino, (this.lookups.get(st.ino) ?? 0) + 1)
+    return { ino: st.ino, attr: attrOf(st) }
+  }
+
+  private forget (ino: number, nlookup: number): void {
+    const c = this.lookups.get(ino)
+    if (c === undefined || c < nlookup) {
+      this.forgetUnknown++
+      this.lookups.delete(ino)
+      return
+    }
+    if (c === nlookup) this.lookups.delete(ino)
+    else this.lookups.set(ino, c - nlookup)
+  }
+
+  // ---- handlers ------------------------------------------------------------
+
+  /** -errno for an exception (see the module comment). */
+  private errno (e: unknown, what: string): number {
+    this.counts.errors++
+    if (e instanceof FsError || e instanceof FuseError) return -e.errno
+    if (isNoSpace(e)) {
+      const now = Date.now()
+      if (now - this.noSpaceLogged > 60000) { this.noSpaceLogged = now; this.log(`rewindfs: ${what}: ${(e as Error).message}`) }
+      return (e as { code?: string }).code === 'EDQUOT' ? -E.EDQUOT : -E.ENOSPC
+    }
+    this.log(`rewindfs: ${what} failed unexpectedly: ${(e as Error)?.stack ?? String(e)}`)
+    return -E.EIO
+  }
+
+  private ops (): LowLevelOps {
+    const ws = this.ws
+    const caller = (r: Request): Caller => ({ uid: r.uid, gid: r.gid })
+    const raw: LowLevelOps = {
+      lookup: (_r, parent, _pi, name) => this.counted(ws.lookupAt(parent, nameOf(name))),
+      forget: (ino, _inc, n) => this.forget(ino, n),
+      getattr: (_r, ino, _inc, fh) => attrOf(fh !== null ? ws.fgetattr(fh) : ws.statIno(ino)),
+      setattr: (_r, ino, _inc, set, fh) => attrOf(ws.setattrIno(ino, changeOf(set), fh)),
+      readlink: (_r, ino) => Buffer.from(ws.readlinkIno(ino)),
+      mknod: (r, parent, _pi, name, mode, rdev) => this.counted(ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r))),
+      mkdir: (r, parent, _pi, name, mode) => this.counted(ws.mkdirAt(parent, nameOf(name), mode, caller(r))),
+      symlink: (r, parent, _pi, name, target) => this.counted(ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r))),
+      link: (_r, ino, _inc, parent, _pi, name) => this.counted(ws.linkAt(ino, parent, nameOf(name))),
+      unlink: (_r, parent, _pi, name) => { ws.unlinkAt(parent, nameOf(name)) },
+      rmdir: (_r, parent, _pi, name) => { ws.rmdirAt(parent, nameOf(name)) },
+      rename: (_r, parent, _pi, name, np, _npi, newName, flags) => { ws.renameAt(parent, nameOf(name), np, nameOf(newName), flags) },
+      // keep_cache: the kernel's pages of a file change only through this mount, and a restore drops them (invalidate)
+      open: (_r, ino, _inc, flags): Open => ({ fh: ws.openAt(ino, flags), keepCache: true }),
+      create: (r, parent, _pi, name, mode, flags) => {
+        const c = ws.createAt(parent, nameOf(name), mode, flags, caller(r))
+        return { ...this.counted(c.stat), fh: c.fh, keepCache: true }
+      },
+      read: (_r, _ino, _inc, fh, size, offset) => {
+        const b = Buffer.allocUnsafe(size)
+        const n = ws.read(fh, b, size, offset)
+        return n === size ? b : b.subarray(0, n)
+      },
+      write: (_r, _ino, _inc, fh, data, offset) => ws.write(fh, data, data.length, offset),
+      flush: () => {},
+      release: (_r, _ino, _inc, fh) => { ws.release(fh) },
+      fsync: (_r, ino) => this.o.durable ? this.o.durable(ino).then(() => undefined) : undefined,
+      fsyncdir: (_r, ino) => this.o.durable ? this.o.durable(ino).then(() => undefined) : undefined,
+      opendir: (_r, ino) => {
+        const list = ws.readdirIno(ino)
+        const parent = ws.parentIno(ino)
+        const h: DirHandle = { ino, names: [DOT, DOTDOT], inos: [ino, parent], modes: [0o40000, 0o40000] }
+        for (const [name, st] of list) { h.names.push(Buffer.from(name)); h.inos.push(st.ino); h.modes.push(st.mode) }
+        const fh = this.nextDirFh++
+        this.dirs.set(fh, h)
+        return { fh }
+      },
+      readdir: (_r, _ino, _inc, fh, offset, size) => {
+        const h = this.dirOf(fh)
+        const out: DirEntry[] = []
+        // a dirent takes at least 32 bytes: no more entries than fit are built
+        const end = Math.min(h.names.length, offset + Math.ceil(size / 32))
+        for (let i = offset; i < end; i++) out.push({ name: h.names[i], ino: h.inos[i], mode: h.modes[i], off: i + 1 })
+        return out
+      },
+      readdirplus: (_r, _ino, _inc, fh, offset, size) => {
+        const h = this.dirOf(fh)
+        const out: DirPlusEntry[] = []
+        // a readdirplus entry takes at least 152 bytes (fuse_entry_out + dirent)
+        const end = Math.min(h.names.length, offset + Math.ceil(size / 152))
+        for (let i = offset; i < end; i++) {
+          let st: Stat
+          try { st = ws.statIno(h.inos[i]) } catch { continue } // gone since opendir
+          out.push({ name: h.names[i], off: i + 1, entry: { ino: st.ino, attr: attrOf(st) } })
+        }
+        return out
+      },
+      // each entry that reached the kernel is a lookup of its node ('.' and '..' are not: the kernel skips them)
+      readdirplusSent: (_ino, _inc, entries, sent) => {
+        for (let i = 0; i < sent; i++) {
+          const e = entries[i]
+          if (isDotName(e.name)) continue
+          this.lookups.set(e.entry.ino, (this.lookups.get(e.entry.ino) ?? 0) + 1)
+        }
+      },
+      releasedir: (_r, _ino, _inc, fh) => { this.dirs.delete(fh) },
+      statfs: () => {
+        const s = fs.statfsSync(this.o.statfsPath)
+        return { bsize: s.bsize, frsize: s.bsize, blocks: s.blocks, bfree: s.bfree, bavail: s.bavail, files: s.files, ffree: s.ffree, favail: s.ffree, fsid: 0x72776673, namemax: 255 }
+      },
+      setxattr: (_r, ino, _inc, name, value, flags) => { ws.setxattrIno(ino, nameOf(name), value, flags) },
+      // the kernel asks for security.capability before every write: a miss answers ENODATA without a stack trace
+      getxattr: (_r, ino, _inc, name) => {
+        const v = ws.xattrIno(ino, nameOf(name))
+        if (v === undefined) throw NODATA
+        return v
+      },
+      // trusted.* names are listed to root only, as native filesystems do for callers without CAP_SYS_ADMIN
+      listxattr: (r, ino) => {
+        const names = ws.listxattrIno(ino)
+        return (r.uid === 0 ? names : names.filter((n) => !n.startsWith('trusted.'))).map((n) => Buffer.from(n))
+      },
+      removexattr: (_r, ino, _inc, name) => { ws.removexattrIno(ino, nameOf(name)) },
+      lseek: (_r, _ino, _inc, fh, offset, whence) => seekData(ws, fh, offset, whence)
+    }
+    // every handler counted and guarded: FsError → its errno, a full disk → ENOSPC, anything else → EIO + log
+    const guarded: Record<string, unknown> = {}
+    for (const [k, f] of Object.entries(raw)) {
+      const fn = f as (...a: unknown[]) => unknown
+      if (k === 'forget' || k === 'readdirplusSent') { guarded[k] = fn; continue }
+      guarded[k] = (...a: unknown[]): unknown => {
+        this.counts.ops++
+        let v: unknown
+        try { v = fn(...a) } catch (e) { return this.errno(e, k) }
+        if (v instanceof Promise) return v.catch((e) => this.errno(e, k))
+        return v
+      }
+    }
+    return guarded as LowLevelOps
+  }
+
+  private dirOf (fh: number): DirHandle {
+    const h = this.dirs.get(fh)
+    if (h === undefined) throw new FsError(E.EBADF, `directory handle ${fh} is not open`)
+    return h
+  }
+}
+
+const DOT = Buffer.from('.')
+const DOTDOT = Buffer.from('..')
+const NODATA = new FsError(E.ENODATA, 'no such xattr')
+
+/** True when `dir` is a mount point in /proc/mounts. */
+function mounted (dir: string): boolean {
+  return fs.readFileSync('/proc/mounts', 'utf8').split('\n').some((l) => l.split(' ')[1] === dir)
+}
+
+function isDotName (b: Uint8Array): boolean {
+  return (b.length === 1 && b[0] === 46) || (b.length === 2 && b[0] === 46 && b[1] === 46)
+}
+
+/** A name (or link target) from the kernel as the workspace's string; EILSEQ when it is not UTF-8 (issue 18). */
+function nameOf (b: Buffer): string {
+  const s = b.toString('utf8')
+  if (s.includes('\ufffd') && !Buffer.from(s, 'utf8').equals(b)) {
+    throw new FsError(E.EILSEQ, `a name that is not valid UTF-8 (${b.toString('hex')}) is not supported yet (issue 18): refused rather than merged with another name`)
+  }
+  return s
+}
+
+function attrOf (s: Stat): Attr {
+  return { mode: s.mode, nlink: s.nlink, uid: s.uid, gid: s.gid, rdev: s.rdev, size: s.size, blocks: s.blocks, blksize: s.blksize, atime: s.atime, mtime: s.mtime, ctime: s.ctime, ino: s.ino }
+}
+
+function changeOf (set: { valid: number, mode?: number, uid?: number, gid?: number, size?: number, atime?: bigint, atimeNow?: boolean, mtime?: bigint, mtimeNow?: boolean }): AttrChange {
+  const c: AttrChange = {}
+  const v = set.valid
+  if (v & SETATTR.MODE) c.mode = set.mode
+  if (v & SETATTR.UID) c.uid = set.uid
+  if (v & SETATTR.GID) c.gid = set.gid
+  if (v & SETATTR.SIZE) c.size = set.size
+  if (v & SETATTR.ATIME_NOW) c.atime = 'now'
+  else if (v & SETATTR.ATIME) c.atime = set.atime
+  if (v & SETATTR.MTIME_NOW) c.mtime = 'now'
+  else if (v & SETATTR.MTIME) c.mtime = set.mtime
+  return c
+}
+
+/** lseek with SEEK_DATA / SEEK_HOLE over the handle's data ranges (ENXIO at or past the end); the kernel answers the other whences itself. */
+function seekData (ws: InodeOps, fh: number, offset: number, whence: number): number {
+  if (whence !== SEEK_DATA && whence !== SEEK_HOLE) throw new FsError(E.EINVAL, `lseek whence ${whence} reaches the filesystem only for SEEK_DATA and SEEK_HOLE`)
+  const size = ws.fgetattr(fh).size
+  if (offset < 0 || offset >= size) throw new FsError(E.ENXIO, `offset ${offset} is at or past the end (${size} bytes)`)
+  const ranges = ws.dataRangesOf(fh)
+  if (whence === SEEK_DATA) {
+    for (const [start, end] of ranges) if (end > offset) return Math.max(start, offset)
+    throw new FsError(E.ENXIO, `no data at or after ${offset}`)
+  }
+  for (const [start, end] of ranges) {
+    if (start > offset) return offset
+    if (end > offset) return Math.min(end, size)
+  }
+  return offset
+}

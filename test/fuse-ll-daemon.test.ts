@@ -1,0 +1,121 @@
+/**
+ * The daemon on the libfuse 3 low-level layer (REWINDFS_FUSE=ll): what the
+ * libfuse 2.9 layer could not do, through a real workspace mount served by
+ * a daemon in a child process. Each case fails on the old layer (see README
+ * "Limits").
+ */
+import t from 'tap'
+import fs from 'node:fs'
+import path from 'node:path'
+import { mountWorkspace } from './helpers/mount.js'
+import { py } from './helpers/ll-mount.js'
+
+process.env.REWINDFS_FUSE = 'll'
+
+t.test('fstat of an unlinked open file; read and write on it go on', async t => {
+  const m = await mountWorkspace(t)
+  const r = await py(m.dir, `
+fd = os.open('gone', os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b'12345')
+os.unlink('gone')
+a = os.fstat(fd)
+os.write(fd, b'678')
+b = os.fstat(fd)
+os.lseek(fd, 0, 0)
+data = os.read(fd, 100)
+os.close(fd)
+out({'a': [a.st_nlink, a.st_size], 'b': [b.st_nlink, b.st_size], 'data': data.decode(), 'listed': os.listdir('.')})
+`)
+  t.same(r, { a: [0, 5], b: [0, 8], data: '12345678', listed: [] })
+})
+
+t.test('renameat2: RENAME_NOREPLACE and RENAME_EXCHANGE, then a restore undoes the exchange', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'a'), 'alpha'); fs.mkdirSync(path.join(dir, 'd')); fs.writeFileSync(path.join(dir, 'd', 'b'), 'beta') })
+  const cp = await m.client.mark({ label: 'before' })
+  const r = await py(m.dir, `
+res = {}
+res['noreplace_existing'] = err(lambda: renameat2('a', 'd/b', 1))
+res['exchange'] = err(lambda: renameat2('a', 'd/b', 2))
+res['after'] = [open('a').read(), open('d/b').read()]
+res['exchange_missing'] = err(lambda: renameat2('a', 'nothere', 2))
+res['noreplace_new'] = err(lambda: renameat2('a', 'c', 1))
+res['listed'] = sorted(os.listdir('.'))
+out(res)
+`)
+  t.same(r, { noreplace_existing: 'EEXIST', exchange: 0, after: ['beta', 'alpha'], exchange_missing: 'ENOENT', noreplace_new: 0, listed: ['c', 'd'] })
+  await m.client.restore({ id: cp.id })
+  const back = await py(m.dir, "out([sorted(os.listdir('.')), open('a').read(), open('d/b').read()])")
+  t.same(back, [['a', 'd'], 'alpha', 'beta'], 'the restore brought both names back (by node id invalidation, 60 s caches)')
+})
+
+t.test('SEEK_DATA and SEEK_HOLE on a sparse file', async t => {
+  const m = await mountWorkspace(t)
+  const r = await py(m.dir, `
+fd = os.open('sp', os.O_CREAT | os.O_RDWR, 0o644)
+os.pwrite(fd, b'head', 0)
+os.pwrite(fd, b'x', 4 << 20)
+res = [os.lseek(fd, 0, os.SEEK_DATA), os.lseek(fd, 0, os.SEEK_HOLE), os.lseek(fd, 100000, os.SEEK_DATA), os.lseek(fd, (4 << 20), os.SEEK_HOLE), err(lambda: os.lseek(fd, (4 << 20) + 1, os.SEEK_DATA))]
+os.close(fd)
+out(res)
+`)
+  t.same(r, [0, 65536, 4 << 20, (4 << 20) + 1, 'ENXIO'], "holes are reported, at the store's 64 KiB granularity")
+})
+
+t.test('O_TRUNC at open, and a restore makes cached attributes and pages fresh', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'f'), 'some content'); fs.writeFileSync(path.join(dir, 'g'), 'keep') })
+  const cp = await m.client.mark({})
+  const r = await py(m.dir, `
+st0 = os.stat('g'); g0 = open('g').read()
+fd = os.open('f', os.O_WRONLY | os.O_TRUNC)
+os.close(fd)
+a = [os.stat('f').st_size, open('f').read()]
+os.chmod('g', 0o600)
+with open('g', 'w') as h: h.write('changed!')
+open('new', 'w').close()
+out({'trunc': a, 'g': [oct(os.stat('g').st_mode), open('g').read()]})
+`)
+  t.same(r, { trunc: [0, ''], g: ['0o100600', 'changed!'] })
+  await m.client.restore({ id: cp.id })
+  const after = await py(m.dir, "out([oct(os.stat('g').st_mode), os.stat('g').st_size, open('g').read(), open('f').read(), os.path.exists('new')])")
+  t.same(after, ['0o100644', 4, 'keep', 'some content', false], 'attributes, size, pages and names as checkpointed')
+})
+
+t.test('concurrent operations in one directory', async t => {
+  const m = await mountWorkspace(t, dir => { fs.mkdirSync(path.join(dir, 'd')) })
+  const worker = (k: number): Promise<any> => py(m.dir, `
+for i in range(150):
+    p = 'd/w${k}-%d' % i
+    with open(p + '.tmp', 'w') as f: f.write('%d' % i)
+    os.rename(p + '.tmp', p)
+    if i % 3 == 0: os.unlink(p)
+    if i % 10 == 0: os.listdir('d')
+out(len([n for n in os.listdir('d') if n.startswith('w${k}-')]))
+`)
+  const counts = await Promise.all([0, 1, 2, 3].map(worker))
+  t.same(counts, [100, 100, 100, 100], 'each worker sees its own files, none lost or doubled')
+  const all = await py(m.dir, "out(sorted(os.listdir('d')) == sorted(['w%d-%d' % (k, i) for k in range(4) for i in range(150) if i % 3 != 0]))")
+  t.equal(all, true, 'the directory holds exactly what the four made')
+  const cp = await m.client.mark({})
+  await m.sh('rm -rf d/*')
+  await m.client.restore({ id: cp.id })
+  const back = await py(m.dir, "out(len(os.listdir('d')))")
+  t.equal(back, 400, 'a restore brings them back')
+})
+
+t.test('flock and POSIX locks between two processes stay kernel-local', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'lk'), '') })
+  const r = await py(m.dir, `
+a = open('lk', 'r+')
+fcntl.flock(a, fcntl.LOCK_EX)
+fcntl.lockf(a, fcntl.LOCK_EX, 10, 0)
+rd, wr = os.pipe()
+pid = os.fork()
+if pid == 0:
+    b = open('lk', 'r+')
+    r = [err(lambda: fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB)), err(lambda: fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0)), err(lambda: fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 20))]
+    os.write(wr, json.dumps(r).encode()); os._exit(0)
+os.waitpid(pid, 0)
+out(json.loads(os.read(rd, 1000)))
+`)
+  t.same(r, ['EAGAIN', 'EAGAIN', 0])
+})
