@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs'
 import { commandOf } from '../proto/hook.js'
-import { loadExternalPatterns, matchExternalCommand } from './external.js'
+import { loadExternalPatterns, matchExternalCommand } from '../effects/patterns.js'
 
 /** The decision for one payload: exit status and the line for stderr. */
 export function offlineDecision (payload: unknown, store: string, workspace: string, why: string): { code: 0 | 2, message: string } {

@@ -20,7 +20,7 @@ import { planClaudeCut, writeClaudeCut, TranscriptError } from '../hooks/transcr
 import { answerHookLine, startHookSocket } from '../daemon/hook-socket.js'
 import { hookRequest } from '../hooks/socket-client.js'
 import { offlineDecision } from '../hooks/offline-check.js'
-import { EXTERNAL_COMMANDS_FILE } from '../hooks/external.js'
+import { EXTERNAL_COMMANDS_FILE } from '../effects/patterns.js'
 import { hookMark, summarizeInput } from '../proto/hook.js'
 import { tempRoot } from './helpers/mount.js'
 
