@@ -11,7 +11,14 @@
  * session, 3 s phases, 1,000 and 10,000 files; under 5 minutes on 2 cores;
  * writes to bench/results/quick/ (not committed). The load average is
  * sampled every 5 s throughout and recorded.
+ *
+ * While it runs, the results so far are saved after every session round and
+ * every part as `<prefix>.partial.json` in the output directory (removed at
+ * the end), so a run stopped early keeps what it measured;
+ * `--from-json FILE [--note TEXT]` writes the report of such a file (or of
+ * any earlier result) without measuring anything.
  */
+import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Command } from 'commander'
@@ -33,8 +40,11 @@ async function main (): Promise<void> {
     .option('--rewindfs-b <path>', 'a second rewindfs checkout (built) measured beside this one in the session')
     .option('--rounds <n>', 'session rounds (default 5, quick 1)', v => Number(v))
     .option('--out <dir>', 'where to write the results (default bench/results, quick: bench/results/quick)')
+    .option('--from-json <file>', 'measure nothing: write the report of this results file (e.g. a .partial.json of a stopped run)')
+    .option('--note <text>', 'with --from-json: a note put at the top of the report (e.g. why the run has fewer rounds)')
     .parse()
-    .opts<{ quick: boolean, only?: string[], rewindfsB?: string, rounds?: number, out?: string }>()
+    .opts<{ quick: boolean, only?: string[], rewindfsB?: string, rounds?: number, out?: string, fromJson?: string, note?: string }>()
+  if (o.fromJson) { fromJson(o.fromJson, o.out, o.note); return }
   for (const p of o.only ?? []) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part "${p}"; choose from ${PARTS.join(', ')}`)
   const want = (p: string): boolean => !o.only || o.only.includes(p)
   const started = new Date()
@@ -45,13 +55,22 @@ async function main (): Promise<void> {
   log(`rewindfs benchmarks, ${o.quick ? 'QUICK mode (one round of a subset: indicative only)' : 'full mode'}; ${describeMachine(machine)}`)
   const cleanup = new Cleanup()
   const r: BenchResults = { version: 1, mode: o.quick ? 'quick' : 'full', started: started.toISOString(), finished: '', machine, load: load.samples }
+  const dir = o.out ?? (o.quick ? path.join(RESULTS, 'quick') : RESULTS)
+  const prefix = `${o.quick ? 'quick' : 'full'}-${r.started.slice(0, 10)}`
+  const partial = path.join(dir, `${prefix}.partial.json`)
+  const savePartial = (): void => {
+    fs.mkdirSync(dir, { recursive: true })
+    fs.writeFileSync(partial, JSON.stringify({ ...r, finished: new Date().toISOString(), note: 'partial: the run had not finished when this was saved' }, null, 1) + '\n')
+  }
   try {
     if (want('session')) {
-      r.session = await sessionBench(cleanup, { quick: o.quick, rounds: o.rounds, rewindfsB: o.rewindfsB, log })
+      r.session = await sessionBench(cleanup, { quick: o.quick, rounds: o.rounds, rewindfsB: o.rewindfsB, log, onRound: soFar => { r.session = soFar; savePartial() } })
+      savePartial()
       console.log('\n' + sessionText(r.session) + '\n')
     }
     if (want('hifreq')) {
       r.hifreq = await hifreqBench(cleanup, { seconds: o.quick ? 3 : 10, log })
+      savePartial()
       console.log('\n' + hifreqText(r.hifreq) + '\n')
     }
     if (want('checkpoint')) {
@@ -63,10 +82,24 @@ async function main (): Promise<void> {
     load.stop()
   }
   r.finished = new Date().toISOString()
-  const dir = o.out ?? (o.quick ? path.join(RESULTS, 'quick') : RESULTS)
-  const files = writeReport(dir, r, `${o.quick ? 'quick' : 'full'}-${r.started.slice(0, 10)}`)
+  const files = writeReport(dir, r, prefix)
+  fs.rmSync(partial, { force: true })
   log(loadLine(r.load))
   log(`wrote ${files.map(f => path.relative(process.cwd(), f)).join(', ')}`)
+}
+
+/**
+ * Writes the report of the results file `file` (BenchResults JSON, e.g. a
+ * `.partial.json`) into `out` (default: the file's directory), with `note`
+ * (if given) at the top. Throws when the file is not a results file.
+ */
+function fromJson (file: string, out: string | undefined, note: string | undefined): void {
+  const r = JSON.parse(fs.readFileSync(file, 'utf8')) as BenchResults
+  if (r.version !== 1 || !Array.isArray(r.load)) throw new Error(`${file} is not a results file of bench/run.ts (version 1 with load samples)`)
+  if (note !== undefined) r.note = note
+  const prefix = path.basename(file).replace(/(\.partial)?\.json$/, '')
+  const files = writeReport(out ?? path.dirname(file), r, prefix)
+  console.log(`wrote ${files.map(f => path.relative(process.cwd(), f)).join(', ')}`)
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

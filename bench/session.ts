@@ -34,6 +34,8 @@ export interface SessionBenchOptions {
   modes?: string[]
   rewindfsB?: string
   log: (line: string) => void
+  /** called with the result so far after each round */
+  onRound?: (soFar: SessionResult) => void
 }
 
 /** Runs the session benchmark (full: 5 rounds of the 20 steps; quick: 1 round of the quick steps). */
@@ -44,7 +46,7 @@ export async function sessionBench (cleanup: CleanupStack, o: SessionBenchOption
   // quick leaves out git -f (its checkpoints copy node_modules into git: minutes on 2 cores)
   const names = o.modes ?? (o.quick ? MODE_NAMES.filter(n => n !== 'git -f' && (n !== 'rewindfs-b' || o.rewindfsB)) : undefined)
   if (o.quick && !o.modes) o.log('session: QUICK mode leaves out the git -f mode')
-  return await runSession({ modes: selectModes(cleanup, { names, rewindfsB: o.rewindfsB, repo: REPO }), steps, rounds, repo: REPO, cleanup, log: o.log })
+  return await runSession({ modes: selectModes(cleanup, { names, rewindfsB: o.rewindfsB, repo: REPO }), steps, rounds, repo: REPO, cleanup, log: o.log, onRound: o.onRound })
 }
 
 /** The session's tables as printed and as put in the report. */

@@ -30,6 +30,8 @@ export interface BenchResults {
   session?: SessionResult
   checkpoint?: CheckpointResult
   hifreq?: HifreqResult
+  /** said at the top of the report (e.g. that the run was stopped early and has fewer rounds) */
+  note?: string
 }
 
 /** The chart files of a report: file name -> SVG text. */
@@ -82,7 +84,8 @@ export function markdown (r: BenchResults, chartFiles: string[]): string {
   parts.push(`Started ${r.started}, finished ${r.finished}.\n\nMachine: ${describeMachine(r.machine)}.\n\n${loadLine(r.load)}. ` +
     'The machine is shared with other sessions: a load average above its core count means the figures include waiting for a CPU; ' +
     'read them as ratios within this run (every mode ran in every round, the order rotated), not as absolute speeds.' +
-    (r.mode === 'quick' ? '\n\n**QUICK run: one round of a subset; the figures are indicative only.**' : ''))
+    (r.mode === 'quick' ? '\n\n**QUICK run: one round of a subset; the figures are indicative only.**' : '') +
+    (r.note ? `\n\n**Note: ${r.note}**` : ''))
   if (r.session) {
     const s = r.session
     const sums = summarizeSession(s)

@@ -53,6 +53,8 @@ export interface SessionOptions {
   log: (line: string) => void
   /** per-step limit, ms (default 600000) */
   stepTimeoutMs?: number
+  /** called with the result so far after each round (bench/run.ts saves it, so a stopped run keeps its rounds) */
+  onRound?: (soFar: SessionResult) => void
 }
 
 /** Runs bash `cmd` in `cwd`; resolves with its wall time in ms, rejects with the tail of its output. */
@@ -154,6 +156,7 @@ export async function runSession (o: SessionOptions): Promise<SessionResult> {
         o.log(`session round ${r + 1}/${o.rounds} ${m.name.padEnd(10)} ${(steps + ck).toFixed(1).padStart(6)} s (checkpoints ${ck.toFixed(2)} s)${res.error ? ' FAILED: ' + res.error : ''}  [${((now() - t0) / 1000).toFixed(0)} s elapsed]`)
       }
       result.rounds.push(round)
+      o.onRound?.(result)
     }
     return result
   } finally {
