@@ -2,14 +2,17 @@
  * `npm run bench`: every benchmark in one run, with progress, then the
  * report (bench/report/report.ts): raw JSON, report.md and SVG charts.
  *
- *   node dist/bench/run.js [--quick] [--only session,hifreq,checkpoint] [--rewindfs-b PATH] [--out DIR]
+ *   node dist/bench/run.js [--quick | --smoke] [--only session,hifreq,checkpoint] [--rewindfs-b PATH] [--out DIR]
  *
  * Full (default): the session replay (5 rounds of 20 steps, every mode),
  * the high-frequency marks (10 s phases) and the checkpoint peers (1,000 /
  * 10,000 / 100,000 files); about 40 minutes on 2 loaded cores; writes to
  * bench/results/ (committed). --quick: one round of the quick subset of the
  * session, 3 s phases, 1,000 and 10,000 files; under 5 minutes on 2 cores;
- * writes to bench/results/quick/ (not committed). The load average is
+ * writes to bench/results/quick/ (not committed). --smoke: the smoke form
+ * test/bench-smoke.test.ts runs: every benchmark's code path on tiny inputs
+ * (the session's steps that need no npm, 0.5 s phases, 100 files), about
+ * a minute; writes to bench/results/smoke/ (not committed). The load average is
  * sampled every 5 s throughout and recorded.
  *
  * While it runs, the results so far are saved after every session round and
@@ -36,6 +39,7 @@ const PARTS = ['session', 'hifreq', 'checkpoint'] as const
 async function main (): Promise<void> {
   const o = new Command('bench')
     .option('--quick', 'one round of a subset of everything (< 5 min)', false)
+    .option('--smoke', 'tiny inputs: checks that every benchmark works end to end (about a minute; figures meaningless)', false)
     .option('--only <parts>', `comma-separated subset of ${PARTS.join(', ')}`, v => v.split(',').map(s => s.trim()))
     .option('--rewindfs-b <path>', 'a second rewindfs checkout (built) measured beside this one in the session')
     .option('--rounds <n>', 'session rounds (default 5, quick 1)', v => Number(v))
@@ -43,8 +47,10 @@ async function main (): Promise<void> {
     .option('--from-json <file>', 'measure nothing: write the report of this results file (e.g. a .partial.json of a stopped run)')
     .option('--note <text>', 'with --from-json: a note put at the top of the report (e.g. why the run has fewer rounds)')
     .parse()
-    .opts<{ quick: boolean, only?: string[], rewindfsB?: string, rounds?: number, out?: string, fromJson?: string, note?: string }>()
+    .opts<{ quick: boolean, smoke: boolean, only?: string[], rewindfsB?: string, rounds?: number, out?: string, fromJson?: string, note?: string }>()
   if (o.fromJson) { fromJson(o.fromJson, o.out, o.note); return }
+  if (o.quick && o.smoke) throw new Error('--quick and --smoke exclude each other: choose one')
+  const mode: BenchResults['mode'] = o.smoke ? 'smoke' : o.quick ? 'quick' : 'full'
   for (const p of o.only ?? []) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part "${p}"; choose from ${PARTS.join(', ')}`)
   const want = (p: string): boolean => !o.only || o.only.includes(p)
   const started = new Date()
@@ -52,11 +58,11 @@ async function main (): Promise<void> {
   const log = (l: string): void => { console.log(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(5)} s] ${l}`) }
   const machine = machineInfo()
   const load = sampleLoad()
-  log(`rewindfs benchmarks, ${o.quick ? 'QUICK mode (one round of a subset: indicative only)' : 'full mode'}; ${describeMachine(machine)}`)
+  log(`rewindfs benchmarks, ${o.smoke ? 'SMOKE form (tiny inputs: the figures mean nothing)' : o.quick ? 'QUICK mode (one round of a subset: indicative only)' : 'full mode'}; ${describeMachine(machine)}`)
   const cleanup = new Cleanup()
-  const r: BenchResults = { version: 1, mode: o.quick ? 'quick' : 'full', started: started.toISOString(), finished: '', machine, load: load.samples }
-  const dir = o.out ?? (o.quick ? path.join(RESULTS, 'quick') : RESULTS)
-  const prefix = `${o.quick ? 'quick' : 'full'}-${r.started.slice(0, 10)}`
+  const r: BenchResults = { version: 1, mode, started: started.toISOString(), finished: '', machine, load: load.samples }
+  const dir = o.out ?? (mode === 'full' ? RESULTS : path.join(RESULTS, mode))
+  const prefix = `${mode}-${r.started.slice(0, 10)}`
   const partial = path.join(dir, `${prefix}.partial.json`)
   const savePartial = (): void => {
     fs.mkdirSync(dir, { recursive: true })
@@ -64,17 +70,17 @@ async function main (): Promise<void> {
   }
   try {
     if (want('session')) {
-      r.session = await sessionBench(cleanup, { quick: o.quick, rounds: o.rounds, rewindfsB: o.rewindfsB, log, onRound: soFar => { r.session = soFar; savePartial() } })
+      r.session = await sessionBench(cleanup, { quick: o.quick, smoke: o.smoke, rounds: o.rounds, rewindfsB: o.rewindfsB, log, onRound: soFar => { r.session = soFar; savePartial() } })
       savePartial()
       console.log('\n' + sessionText(r.session) + '\n')
     }
     if (want('hifreq')) {
-      r.hifreq = await hifreqBench(cleanup, { seconds: o.quick ? 3 : 10, log })
+      r.hifreq = await hifreqBench(cleanup, { seconds: o.smoke ? 0.5 : o.quick ? 3 : 10, log })
       savePartial()
       console.log('\n' + hifreqText(r.hifreq) + '\n')
     }
     if (want('checkpoint')) {
-      r.checkpoint = await checkpointBench(cleanup, { quick: o.quick, log })
+      r.checkpoint = await checkpointBench(cleanup, { quick: o.quick, smoke: o.smoke, log })
       console.log('\n' + checkpointText(r.checkpoint) + '\n\n' + targetLine(r.checkpoint) + '\n')
     }
   } finally {

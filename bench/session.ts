@@ -20,7 +20,7 @@ import { Command } from 'commander'
 import { Cleanup } from './lib.js'
 import { runSession, type SessionResult } from './session/run.js'
 import { selectModes, MODE_NAMES } from './session/modes.js'
-import { STEPS } from './session/steps.js'
+import { STEPS, SMOKE_STEPS } from './session/steps.js'
 import { summarizeSession, sessionTotalsTable, sessionStepsTable, sessionRatiosTable, sessionRequestsTables } from './report/session.js'
 import type { CleanupStack } from './helpers/btrfs.js'
 
@@ -30,6 +30,8 @@ export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /** Options of the session benchmark as the command line and bench/run.ts give them. */
 export interface SessionBenchOptions {
   quick: boolean
+  /** the smoke form: one round of SMOKE_STEPS in every mode, no npm cache priming (seconds, figures meaningless) */
+  smoke?: boolean
   rounds?: number
   modes?: string[]
   rewindfsB?: string
@@ -38,8 +40,12 @@ export interface SessionBenchOptions {
   onRound?: (soFar: SessionResult) => void
 }
 
-/** Runs the session benchmark (full: 5 rounds of the 20 steps; quick: 1 round of the quick steps). */
+/** Runs the session benchmark (full: 5 rounds of the 20 steps; quick: 1 round of the quick steps; smoke: 1 round of SMOKE_STEPS). */
 export async function sessionBench (cleanup: CleanupStack, o: SessionBenchOptions): Promise<SessionResult> {
+  if (o.smoke) {
+    o.log(`session: SMOKE form: 1 round of the ${SMOKE_STEPS.length} steps that need no npm and no build, every mode, no cache priming; the figures mean nothing`)
+    return await runSession({ modes: selectModes(cleanup, { names: o.modes, rewindfsB: o.rewindfsB, repo: REPO }), steps: SMOKE_STEPS, rounds: 1, repo: REPO, cleanup, log: o.log, prime: false, onRound: o.onRound })
+  }
   const rounds = o.rounds ?? (o.quick ? 1 : 5)
   const steps = o.quick ? STEPS.filter(s => s.quick) : STEPS
   if (o.quick) o.log(`session: QUICK mode: ${rounds} round of ${steps.length} of the ${STEPS.length} steps (no tsc, no tests, one npm ci); figures are indicative only`)

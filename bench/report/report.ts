@@ -20,7 +20,8 @@ import { barChart, categoryLineChart, logLogChart, type Series } from './svg.js'
 export interface BenchResults {
   /** format of this file */
   version: 1
-  mode: 'quick' | 'full'
+  /** full: the committed figures; quick: one round of a subset; smoke: tiny inputs, only checks that every benchmark works */
+  mode: 'quick' | 'full' | 'smoke'
   /** ISO times */
   started: string
   finished: string
@@ -85,13 +86,16 @@ export function markdown (r: BenchResults, chartFiles: string[]): string {
     'The machine is shared with other sessions: a load average above its core count means the figures include waiting for a CPU; ' +
     'read them as ratios within this run (every mode ran in every round, the order rotated), not as absolute speeds.' +
     (r.mode === 'quick' ? '\n\n**QUICK run: one round of a subset; the figures are indicative only.**' : '') +
+    (r.mode === 'smoke' ? '\n\n**SMOKE run: tiny inputs that check every benchmark works end to end; the figures mean nothing.**' : '') +
     (r.note ? `\n\n**Note: ${r.note}**` : ''))
   if (r.session) {
     const s = r.session
     const sums = summarizeSession(s)
     parts.push('## The agent session (bench/session.ts)')
     parts.push(`${s.steps.length} steps on this repository (source ${s.source.commit.slice(0, 12)}), ${s.rounds.length} round(s), the modes' order rotated each round. ` +
-      `The npm cache was primed once before the rounds ("${s.prime.name}": \`${s.prime.cmd}\`, ${(s.prime.ms / 1000).toFixed(1)} s); every \`npm ci\` of the session runs \`--offline\`.`)
+      (Number.isFinite(s.prime.ms)
+        ? `The npm cache was primed once before the rounds ("${s.prime.name}": \`${s.prime.cmd}\`, ${(s.prime.ms / 1000).toFixed(1)} s); every \`npm ci\` of the session runs \`--offline\`.`
+        : `The npm cache was not primed ("${s.prime.name}" not run: these steps run no npm).`))
     if (chartFiles.includes('session-total.svg')) parts.push('![session time per mode](session-total.svg)')
     parts.push(sessionTotalsTable(sums))
     const failed = sums.filter(m => m.errors.length > 0)

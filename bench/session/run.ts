@@ -36,7 +36,7 @@ export interface SessionResult {
   modes: Array<{ name: string, label: string, skipped?: string }>
   /** the repository cloned by step 1, and its commit */
   source: { path: string, commit: string }
-  /** the cache-priming step, run once before the rounds */
+  /** the cache-priming step, run once before the rounds (ms NaN when not run) */
   prime: { name: string, cmd: string, ms: number }
   rounds: Array<{ order: string[], runs: Record<string, ModeRoundResult> }>
 }
@@ -53,6 +53,8 @@ export interface SessionOptions {
   log: (line: string) => void
   /** per-step limit, ms (default 600000) */
   stepTimeoutMs?: number
+  /** run PRIME_STEP before the rounds (default true; the smoke form, which runs no npm, says false) */
+  prime?: boolean
   /** called with the result so far after each round (bench/run.ts saves it, so a stopped run keeps its rounds) */
   onRound?: (soFar: SessionResult) => void
 }
@@ -123,11 +125,14 @@ export async function runSession (o: SessionOptions): Promise<SessionResult> {
     const commit = execFileSync('git', ['-C', src, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim()
     const env = stepEnv({ src })
     o.log(`session: source ${o.repo} at ${commit.slice(0, 12)}; ${o.steps.length} steps, ${o.rounds} round(s)`)
-    const primeDir = path.join(root, 'prime')
-    fs.mkdirSync(primeDir)
-    o.log(`session: ${PRIME_STEP.name}: ${PRIME_STEP.cmd}`)
-    const primeMs = await timeCommand(PRIME_STEP.cmd, primeDir, env, 900000)
-    fs.rmSync(primeDir, { recursive: true, force: true })
+    let primeMs = NaN
+    if (o.prime !== false) {
+      const primeDir = path.join(root, 'prime')
+      fs.mkdirSync(primeDir)
+      o.log(`session: ${PRIME_STEP.name}: ${PRIME_STEP.cmd}`)
+      primeMs = await timeCommand(PRIME_STEP.cmd, primeDir, env, 900000)
+      fs.rmSync(primeDir, { recursive: true, force: true })
+    }
     const modes: SessionResult['modes'] = []
     const ready: Mode[] = []
     for (const m of o.modes) {
