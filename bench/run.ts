@@ -15,8 +15,8 @@
  * a minute; writes to bench/results/smoke/ (not committed). The load average is
  * sampled every 5 s throughout and recorded.
  *
- * While it runs, the results so far are saved after every session round and
- * every part as `<prefix>.partial.json` in the output directory (removed at
+ * While it runs, the results so far are saved after every mode's run in
+ * every session round and after every part as `<prefix>.partial.json` in the output directory (removed at
  * the end), so a run stopped early keeps what it measured;
  * `--from-json FILE [--note TEXT]` writes the report of such a file (or of
  * any earlier result) without measuring anything.

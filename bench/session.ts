@@ -36,7 +36,7 @@ export interface SessionBenchOptions {
   modes?: string[]
   rewindfsB?: string
   log: (line: string) => void
-  /** called with the result so far after each round */
+  /** called with the result so far after each mode's run in each round */
   onRound?: (soFar: SessionResult) => void
 }
 

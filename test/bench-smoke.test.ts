@@ -78,7 +78,8 @@ t.test('smoke form of every benchmark: each runs end to end and its report has e
   fs.chmodSync(tmp, 0o755)
   t.teardown(() => clearUnder(tmp))
   const out = path.join(tmp, 'results')
-  const { code, out: log } = await runBench(['--smoke', '--out', out], tmp, t)
+  // this checkout again as build B: covers the two-build comparison (--rewindfs-b) a FUSE rework is judged by
+  const { code, out: log } = await runBench(['--smoke', '--out', out, '--rewindfs-b', ROOT], tmp, t)
   t.equal(code, 0, 'bench/run.js --smoke exits 0')
   if (code !== 0) t.comment(log.slice(-3000))
   t.same(mountsUnder(tmp), [], 'the bench left no mount behind')
@@ -97,7 +98,7 @@ t.test('smoke form of every benchmark: each runs end to end and its report has e
   // the session: every mode ran every step, or was skipped with a note
   const s = r.session!
   t.ok(s, 'session result present')
-  t.same(s.modes.map(m => m.name), MODE_NAMES.filter(n => n !== 'rewindfs-b'), 'every mode listed')
+  t.same(s.modes.map(m => m.name), [...MODE_NAMES], 'every mode listed, build B too')
   t.same(s.steps.map(x => x.name), SMOKE_STEPS.map(x => x.name))
   t.equal(s.rounds.length, 1)
   const ran = s.modes.filter(m => !m.skipped).map(m => m.name)
@@ -107,13 +108,16 @@ t.test('smoke form of every benchmark: each runs end to end and its report has e
     t.notOk(run?.error, `${m.name} ran without error${run?.error ? ': ' + run.error : ''}`)
     t.equal(run?.stepMs.length, SMOKE_STEPS.length, `${m.name}: a time for every step`)
     t.ok(run?.stepMs.every(x => x > 0), `${m.name}: step times are positive`)
-    if (['rewindfs', 'git', 'git -f', 'btrfs'].includes(m.name)) t.equal(run?.ckptMs.length, SMOKE_STEPS.length, `${m.name}: a checkpoint after every step`)
+    if (['rewindfs', 'rewindfs-b', 'git', 'git -f', 'btrfs'].includes(m.name)) t.equal(run?.ckptMs.length, SMOKE_STEPS.length, `${m.name}: a checkpoint after every step`)
   }
-  t.ok(ran.includes('native') && ran.includes('rewindfs'), 'native and rewindfs are never skipped')
-  const rw = s.rounds[0].runs.rewindfs
-  t.equal(rw?.requests?.length, SMOKE_STEPS.length, 'rewindfs: FUSE requests per opcode for every step')
-  t.ok((rw?.requests?.[0].getattr ?? 0) > 0 && (rw?.requests?.[0].write ?? 0) > 0, 'the clone step counted getattr and write requests')
-  t.ok((rw?.rssBytes ?? 0) > 0, 'rewindfs: daemon resident memory recorded')
+  t.ok(ran.includes('native') && ran.includes('rewindfs') && ran.includes('rewindfs-b'), 'native, rewindfs and build B are never skipped')
+  t.match(s.modes.find(m => m.name === 'rewindfs-b')?.label, new RegExp(`build B: ${ROOT.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), 'build B labelled with its path')
+  for (const name of ['rewindfs', 'rewindfs-b']) {
+    const rw = s.rounds[0].runs[name]
+    t.equal(rw?.requests?.length, SMOKE_STEPS.length, `${name}: FUSE requests per opcode for every step`)
+    t.ok((rw?.requests?.[0].getattr ?? 0) > 0 && (rw?.requests?.[0].write ?? 0) > 0, `${name}: the clone step counted getattr and write requests`)
+    t.ok((rw?.rssBytes ?? 0) > 0, `${name}: daemon resident memory recorded`)
+  }
 
   // the high-frequency form: every phase, marks in every phase that asks for them
   const h = r.hifreq!

@@ -55,7 +55,11 @@ export interface SessionOptions {
   stepTimeoutMs?: number
   /** run PRIME_STEP before the rounds (default true; the smoke form, which runs no npm, says false) */
   prime?: boolean
-  /** called with the result so far after each round (bench/run.ts saves it, so a stopped run keeps its rounds) */
+  /**
+   * called with the result so far after each mode's run in each round (the
+   * round under way is the last of `rounds`, with the runs done so far);
+   * bench/run.ts saves it, so a stopped run keeps what it measured
+   */
   onRound?: (soFar: SessionResult) => void
 }
 
@@ -153,15 +157,15 @@ export async function runSession (o: SessionOptions): Promise<SessionResult> {
     for (let r = 0; r < o.rounds; r++) {
       const order = rotation(ready, r)
       const round: SessionResult['rounds'][number] = { order: order.map(m => m.name), runs: {} }
+      result.rounds.push(round)
       for (const m of order) {
         const res = await runMode(m, o, env)
         round.runs[m.name] = res
         const steps = res.stepMs.reduce((a, b) => a + b, 0) / 1000
         const ck = res.ckptMs.reduce((a, b) => a + b, 0) / 1000
         o.log(`session round ${r + 1}/${o.rounds} ${m.name.padEnd(10)} ${(steps + ck).toFixed(1).padStart(6)} s (checkpoints ${ck.toFixed(2)} s)${res.error ? ' FAILED: ' + res.error : ''}  [${((now() - t0) / 1000).toFixed(0)} s elapsed]`)
+        o.onRound?.(result)
       }
-      result.rounds.push(round)
-      o.onRound?.(result)
     }
     return result
   } finally {
