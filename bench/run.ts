@@ -18,8 +18,10 @@
  * While it runs, the results so far are saved after every mode's run in
  * every session round and after every part as `<prefix>.partial.json` in the output directory (removed at
  * the end), so a run stopped early keeps what it measured;
- * `--from-json FILE [--note TEXT]` writes the report of such a file (or of
- * any earlier result) without measuring anything.
+ * `--from-json FILE... [--note TEXT]` writes the report of such a file (or of
+ * any earlier result) without measuring anything; given several files (runs
+ * of different parts, e.g. `--only session` and `--only hifreq,checkpoint`
+ * run side by side), it merges their parts into one report (mergeResults).
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -31,7 +33,7 @@ import { sessionBench, sessionText } from './session.js'
 import { hifreqBench, hifreqText } from './hifreq.js'
 import { checkpointBench, targetLine } from './checkpoint.js'
 import { checkpointText } from './report/checkpoint.js'
-import { writeReport, loadLine, type BenchResults } from './report/report.js'
+import { writeReport, loadLine, mergeResults, type BenchResults } from './report/report.js'
 
 const RESULTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bench/results')
 const PARTS = ['session', 'hifreq', 'checkpoint'] as const
@@ -44,10 +46,10 @@ async function main (): Promise<void> {
     .option('--rewindfs-b <path>', 'a second rewindfs checkout (built) measured beside this one in the session')
     .option('--rounds <n>', 'session rounds (default 5, quick 1)', v => Number(v))
     .option('--out <dir>', 'where to write the results (default bench/results, quick: bench/results/quick)')
-    .option('--from-json <file>', 'measure nothing: write the report of this results file (e.g. a .partial.json of a stopped run)')
+    .option('--from-json <files...>', 'measure nothing: write the report of these results files (e.g. a .partial.json of a stopped run; several: their parts merged)')
     .option('--note <text>', 'with --from-json: a note put at the top of the report (e.g. why the run has fewer rounds)')
     .parse()
-    .opts<{ quick: boolean, smoke: boolean, only?: string[], rewindfsB?: string, rounds?: number, out?: string, fromJson?: string, note?: string }>()
+    .opts<{ quick: boolean, smoke: boolean, only?: string[], rewindfsB?: string, rounds?: number, out?: string, fromJson?: string[], note?: string }>()
   if (o.fromJson) { fromJson(o.fromJson, o.out, o.note); return }
   if (o.quick && o.smoke) throw new Error('--quick and --smoke exclude each other: choose one')
   const mode: BenchResults['mode'] = o.smoke ? 'smoke' : o.quick ? 'quick' : 'full'
@@ -95,17 +97,22 @@ async function main (): Promise<void> {
 }
 
 /**
- * Writes the report of the results file `file` (BenchResults JSON, e.g. a
- * `.partial.json`) into `out` (default: the file's directory), with `note`
- * (if given) at the top. Throws when the file is not a results file.
+ * Writes the report of the results files `files` (BenchResults JSON, e.g. a
+ * `.partial.json`; several are merged by mergeResults) into `out` (default:
+ * the first file's directory), with `note` (if given) at the top. Throws
+ * when a file is not a results file or two files hold the same part.
  */
-function fromJson (file: string, out: string | undefined, note: string | undefined): void {
-  const r = JSON.parse(fs.readFileSync(file, 'utf8')) as BenchResults
-  if (r.version !== 1 || !Array.isArray(r.load)) throw new Error(`${file} is not a results file of bench/run.ts (version 1 with load samples)`)
-  if (note !== undefined) r.note = note
-  const prefix = path.basename(file).replace(/(\.partial)?\.json$/, '')
-  const files = writeReport(out ?? path.dirname(file), r, prefix)
-  console.log(`wrote ${files.map(f => path.relative(process.cwd(), f)).join(', ')}`)
+function fromJson (files: string[], out: string | undefined, note: string | undefined): void {
+  const rs = files.map(file => {
+    const r = JSON.parse(fs.readFileSync(file, 'utf8')) as BenchResults
+    if (r.version !== 1 || !Array.isArray(r.load)) throw new Error(`${file} is not a results file of bench/run.ts (version 1 with load samples)`)
+    return r
+  })
+  const r = rs.length === 1 ? rs[0] : mergeResults(rs)
+  if (note !== undefined) r.note = r.note ? `${r.note}. ${note}` : note
+  const prefix = path.basename(files[0]).replace(/(\.partial)?\.json$/, '')
+  const written = writeReport(out ?? path.dirname(files[0]), r, prefix)
+  console.log(`wrote ${written.map(f => path.relative(process.cwd(), f)).join(', ')}`)
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

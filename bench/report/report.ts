@@ -35,6 +35,34 @@ export interface BenchResults {
   note?: string
 }
 
+/**
+ * One result from the results of runs of different parts made on one
+ * machine (e.g. `--only session` beside `--only hifreq,checkpoint`): each
+ * part from the run that has it, the load samples of all of them in time
+ * order, the earliest start and the latest finish, the first run's machine
+ * description and form, and a note naming the runs. Throws an Error when
+ * two runs hold the same part or the runs' forms (full, quick, smoke) differ.
+ */
+export function mergeResults (rs: readonly BenchResults[]): BenchResults {
+  if (rs.length === 0) throw new Error('mergeResults: no results to merge')
+  if (new Set(rs.map(r => r.mode)).size > 1) throw new Error(`mergeResults: the runs are of different forms (${rs.map(r => r.mode).join(', ')}); merge runs of one form only`)
+  const out: BenchResults = {
+    version: 1, mode: rs[0].mode, machine: rs[0].machine,
+    started: rs.map(r => r.started).sort()[0],
+    finished: rs.map(r => r.finished).sort().slice(-1)[0],
+    load: rs.flatMap(r => r.load).sort((a, b) => a.t - b.t)
+  }
+  for (const part of ['session', 'hifreq', 'checkpoint'] as const) {
+    const has = rs.filter(r => r[part] !== undefined)
+    if (has.length > 1) throw new Error(`mergeResults: ${has.length} runs hold the ${part} part; give each part once`)
+    if (has.length === 1) (out as unknown as Record<string, unknown>)[part] = has[0][part]
+  }
+  const partsOf = (r: BenchResults): string => (['session', 'hifreq', 'checkpoint'] as const).filter(p => r[p] !== undefined).join(' + ')
+  out.note = `merged from ${rs.length} runs that ran side by side on this machine: ` +
+    rs.map(r => `${partsOf(r)} (${r.started.slice(11, 16)}–${r.finished.slice(11, 16)} UTC${r.note ? '; ' + r.note : ''})`).join(', ')
+  return out
+}
+
 /** The chart files of a report: file name -> SVG text. */
 export type Charts = Record<string, string>
 
