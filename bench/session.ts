@@ -43,7 +43,7 @@ export interface SessionBenchOptions {
 /** Runs the session benchmark (full: 5 rounds of the 20 steps; quick: 1 round of the quick steps; smoke: 1 round of SMOKE_STEPS). */
 export async function sessionBench (cleanup: CleanupStack, o: SessionBenchOptions): Promise<SessionResult> {
   if (o.smoke) {
-    o.log(`session: SMOKE form: 1 round of the ${SMOKE_STEPS.length} steps that need no npm and no build, every mode, no cache priming; the figures mean nothing`)
+    o.log(`session: SMOKE form: 1 round of the ${SMOKE_STEPS.length} steps that name the repository's files, every mode, no cache priming; the figures mean nothing`)
     return await runSession({ modes: selectModes(cleanup, { names: o.modes, rewindfsB: o.rewindfsB, repo: REPO }), steps: SMOKE_STEPS, rounds: 1, repo: REPO, cleanup, log: o.log, prime: false, onRound: o.onRound })
   }
   const rounds = o.rounds ?? (o.quick ? 1 : 5)
