@@ -2,11 +2,13 @@
  * Parsers of the CLI's option values (commander's argParser). Each returns
  * the value or throws commander's InvalidArgumentError, which commander
  * prints as `error: option '--port <n>' argument 'abc' is invalid. <why>`
- * and exit status 1, before any command runs.
+ * and exit status 1, before any command runs. parseId and envReserve read
+ * arguments and the environment inside a command and throw CliError.
  */
 import { InvalidArgumentError } from 'commander'
 import bytes from 'bytes'
 import ms from 'ms'
+import { CliError } from './errors.js'
 
 /** A TCP port: an integer 0..65535 (0 = any free port). */
 export function parsePort (s: string): number {
@@ -41,4 +43,23 @@ export function parseDuration (s: string): number {
   const n = t === '0' ? 0 : /^\d+(\.\d+)?$/.test(t) ? NaN : ms(t as ms.StringValue)
   if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError('give a number with a unit such as 7d, 12h, 30m or 45s (0 for none)')
   return n
+}
+
+/**
+ * A checkpoint id as the user typed it ("3" or "#3"; surrounding blanks are
+ * tolerated) as a number >= 1. Throws CliError otherwise.
+ */
+export function parseId (s: string): number {
+  const m = /^#?(\d+)$/.exec(s.trim())
+  if (!m || !Number.isSafeInteger(Number(m[1])) || Number(m[1]) < 1) throw new CliError(`"${s}" is not a checkpoint id: ids are numbers from 1, as shown by rewindfs log`)
+  return Number(m[1])
+}
+
+/** The reserve in bytes from $REWINDFS_RESERVE (a size, as parseSize reads it), or undefined for the default; throws CliError when it is not a size. */
+export function envReserve (): number | undefined {
+  const v = process.env.REWINDFS_RESERVE
+  if (v === undefined || v === '') return undefined
+  try { return parseSize(v) } catch (e) {
+    throw new CliError(`REWINDFS_RESERVE="${v}" is not a size: ${(e as Error).message} (or unset it for the default 64MB)`)
+  }
 }

@@ -17,11 +17,12 @@ import type { RewindClient } from './client.js'
 import type { ToolSpec } from './chat.js'
 import { addMemory, MEMORY_NOTE_SCHEMA, validateMemoryNote, type MemoryNote, type MemoryRecord } from './memory.js'
 import { summarizeSegment } from './segment.js'
+import { MAX_CANDIDATES } from '../proto/validate.js'
 
 export const BACKTRACK_CANDIDATES = 'backtrack_candidates'
 export const BACKTRACK_COMMIT = 'backtrack_commit'
-/** Most candidates listed (the daemon's bound too). */
-export const MAX_CANDIDATES = 80
+/** Most candidates listed: the protocol's bound (proto/validate.ts). */
+export { MAX_CANDIDATES }
 /** Longest `reason`, UTF-16 code units. */
 export const REASON_MAX = 2000
 

@@ -17,8 +17,8 @@ import { BlockStore } from '../store/blocks.js'
 import { DEFAULT_RESERVE } from '../store/space.js'
 import { Generations } from '../fs/history/generations.js'
 import { Workspace } from '../fs/workspace.js'
-import { LowerLayer, changedOutside, type FrozenPath } from '../fs/lower.js'
-import { type InodeRecord, ROOT_INO } from '../fs/inode.js'
+import { LowerLayer, changedOutside, rootOfLower, type FrozenPath } from '../fs/lower.js'
+import { ROOT_INO } from '../fs/inode.js'
 import { applyChanges, emptyTable, loadAll, allRecords } from '../fs/itable.js'
 import { Service } from './service.js'
 import { startServer, type RewindServer } from './server.js'
@@ -150,13 +150,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   } else {
     // the workspace is DIR as it is now: one root record whose listing is lower (O(1))
     state.sessionStarted = Date.now()
-    const ls = lower.statRoot()
-    const root: InodeRecord = {
-      ino: ROOT_INO, mode: ls.mode, uid: ls.uid, gid: ls.gid, rdev: 0, size: 0,
-      atime: ls.atime, mtime: ls.mtime, ctime: ls.ctime, links: [], lower: { s: state.session, p: '' }, subdirs: Math.max(0, ls.nlink - 2)
-    }
-    if (ls.xattrs) root.xattrs = ls.xattrs
-    const base = applyChanges(emptyTable(), new Map([[ROOT_INO, root]]))
+    const base = applyChanges(emptyTable(), new Map([[ROOT_INO, rootOfLower(lower)]]))
     ws = new Workspace({ blocks, lower, base, nextIno: state.nextIno })
     gens.inodes = 1
     if (state.head !== null) {

@@ -45,11 +45,7 @@ export async function withStoppedStore<T> (store: string, fn: (g: Generations) =
 
 /** Checkpoints of a stopped store, newest first (as the protocol's `log`), and how many there are in all. */
 export async function logStopped (store: string, req: { branch?: string, limit?: number }): Promise<{ list: CheckpointInfo[], total: number }> {
-  return await withStoppedStore(store, async g => {
-    const all = [...g.checkpoints.values()].filter(c => req.branch === undefined || c.branch === req.branch)
-    all.sort((a, b) => b.id - a.id)
-    return { list: all.slice(0, req.limit ?? 100).map(c => g.info(c)), total: g.checkpoints.size }
-  })
+  return await withStoppedStore(store, async g => ({ list: g.log(req), total: g.checkpoints.size }))
 }
 
 /** Pins (or unpins) checkpoint `id` of a stopped store, durably. Unknown id → ApiError E_UNKNOWN_CHECKPOINT. */

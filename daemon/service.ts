@@ -13,10 +13,7 @@ import { TreeView } from '../fs/tree.js'
 import { ApiError } from '../proto/errors.js'
 import { FsError } from '../base/errno.js'
 import { Memory } from './memory.js'
-import { MAX_CANDIDATES } from '../proto/validate.js'
-
-/** Largest read over the protocol, bytes (16 MiB). */
-export const MAX_READ = 16 * 1024 * 1024
+import { MAX_CANDIDATES, MAX_READ_LENGTH } from '../proto/validate.js'
 
 export interface ServiceDeps {
   workspace: Workspace
@@ -77,10 +74,7 @@ export class Service implements RewindApi {
   }
 
   async log (req: { branch?: string, limit?: number }): Promise<CheckpointInfo[]> {
-    const g = this.d.generations
-    const all = [...g.checkpoints.values()].filter(c => req.branch === undefined || c.branch === req.branch)
-    all.sort((a, b) => b.id - a.id)
-    return all.slice(0, req.limit ?? 100).map(c => g.info(c))
+    return this.d.generations.log(req)
   }
 
   async diff (req: { a: CheckpointId, b?: CheckpointId }): Promise<DiffEntry[]> {
@@ -136,7 +130,7 @@ export class Service implements RewindApi {
     if (!r) throw new ApiError('E_NOT_FOUND', `${req.path}: no such file`)
     if (!isFile(r)) throw new ApiError('E_BAD_REQUEST', `path: ${req.path === '' ? '/' : req.path} is not a regular file`, { field: 'path' })
     const offset = req.offset ?? 0
-    const length = Math.min(req.length ?? MAX_READ, MAX_READ, Math.max(0, r.size - offset))
+    const length = Math.min(req.length ?? MAX_READ_LENGTH, MAX_READ_LENGTH, Math.max(0, r.size - offset))
     const buf = Buffer.alloc(length)
     const n = this.d.workspace.readRecord(r, buf, length, offset, req.id === undefined)
     return buf.subarray(0, n)

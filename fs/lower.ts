@@ -15,7 +15,7 @@
 import fs from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { BlockList } from './blocklist.js'
-import { type InodeRecord, type LowerRef, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
+import { type InodeRecord, type LowerRef, ROOT_INO, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { FsError, EIO } from '../base/errno.js'
 
 /** Name prefix of write-back's temporary files in the directory (`<prefix><pid>`, renamed over their target). */
@@ -315,6 +315,23 @@ export class LowerLayer {
       throw new FsError(EIO, `cannot open lower file ${ref.p}: ${e.message}`)
     }
   }
+}
+
+/**
+ * The root record of a new session: the lower directory's root as it is
+ * now (mode, owner, times, xattrs, subdirectory count), its listing left
+ * in the directory (lower reference `{ s: lower.session, p: '' }`), so a
+ * mount is O(1). The daemon's fresh start and the FUSE-free test builder
+ * both make their root with it.
+ */
+export function rootOfLower (lower: LowerLayer): InodeRecord {
+  const ls = lower.statRoot()
+  const root: InodeRecord = {
+    ino: ROOT_INO, mode: ls.mode, uid: ls.uid, gid: ls.gid, rdev: 0, size: 0,
+    atime: ls.atime, mtime: ls.mtime, ctime: ls.ctime, links: [], lower: { s: lower.session, p: '' }, subdirs: Math.max(0, ls.nlink - 2)
+  }
+  if (ls.xattrs) root.xattrs = ls.xattrs
+  return root
 }
 
 /**

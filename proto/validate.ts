@@ -30,7 +30,7 @@ export const MAX_CANDIDATES = 80
 /** Longest rewind memory run name, in UTF-16 code units. */
 export const MAX_RUN_LENGTH = 200
 
-/** Largest `length` of read, bytes (16 MiB, daemon/api.ts). */
+/** Largest `length` of read, bytes (16 MiB); also the daemon's default when a read gives no length. */
 export const MAX_READ_LENGTH = 16 * 1024 * 1024
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER

@@ -231,6 +231,17 @@ export class Generations implements TableSource {
   /** Wire form of a checkpoint record. */
   info (cp: CheckpointRecord): CheckpointInfo { return checkpointInfo(cp) }
 
+  /**
+   * The protocol's `log`: checkpoints newest first, of every branch unless
+   * `branch` is given, at most `limit` (default 100). O(checkpoints) in
+   * memory, for the running daemon and a stopped store alike.
+   */
+  log (req: { branch?: string, limit?: number }): CheckpointInfo[] {
+    const all = [...this.checkpoints.values()].filter(c => req.branch === undefined || c.branch === req.branch)
+    all.sort((a, b) => b.id - a.id)
+    return all.slice(0, req.limit ?? 100).map(c => this.info(c))
+  }
+
   /** Inodes in the live state: the base table's count plus the net of this generation's changes. O(dirty). */
   liveInodes (ws: Workspace): number {
     let n = this.inodes

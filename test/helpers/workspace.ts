@@ -9,9 +9,9 @@ import { StoreDb } from '../../store/db.js'
 import { BlockStore } from '../../store/blocks.js'
 import { Generations } from '../../fs/history/generations.js'
 import { Workspace } from '../../fs/workspace.js'
-import { LowerLayer } from '../../fs/lower.js'
+import { LowerLayer, rootOfLower } from '../../fs/lower.js'
 import { applyChanges, emptyTable, loadAll } from '../../fs/itable.js'
-import { ROOT_INO, type InodeRecord } from '../../fs/inode.js'
+import { ROOT_INO } from '../../fs/inode.js'
 
 /** The caller of every call: root. */
 export const me = { uid: 0, gid: 0 }
@@ -41,9 +41,8 @@ export async function open (root: string, lowerDir: string): Promise<{ ws: Works
     await loadAll(gens, table, gens.nodes, gens.records)
     ws = new Workspace({ blocks, lower, base: table, nextIno: gens.state.nextIno })
   } else {
-    const ls = lower.statRoot()
-    const rootRec: InodeRecord = { ino: ROOT_INO, mode: ls.mode, uid: 0, gid: 0, rdev: 0, size: 0, atime: ls.atime, mtime: ls.mtime, ctime: ls.ctime, links: [], lower: { s: 1, p: '' } }
-    ws = new Workspace({ blocks, lower, base: applyChanges(emptyTable(), new Map([[ROOT_INO, rootRec]])), nextIno: gens.state.nextIno })
+    // the daemon's own fresh root (fs/lower.ts rootOfLower)
+    ws = new Workspace({ blocks, lower, base: applyChanges(emptyTable(), new Map([[ROOT_INO, rootOfLower(lower)]])), nextIno: gens.state.nextIno })
     gens.inodes = 1
   }
   return { ws, gens, db, blocks, store, close: async () => { ws.close(); blocks.close(); await db.close() } }

@@ -1,0 +1,89 @@
+/**
+ * Which workspace, store and daemon a command acts on: the -w option, the
+ * registered workspace containing the current directory, the running
+ * daemon of a store (its connection file), and a connected client.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { Option } from 'commander'
+import { RewindClient } from '../client/client.js'
+import { findWorkspace, registered } from '../daemon/paths.js'
+import { CONNECTION_FILE } from '../daemon/token.js'
+import { OfflineError } from '../daemon/offline.js'
+import { CliError } from './errors.js'
+
+/** The `-w, --workspace <dir>` option every command that acts on a workspace takes (a new Option per command). */
+export function workspaceOption (): Option {
+  return new Option('-w, --workspace <dir>', 'the workspace (default: the mounted workspace containing the current directory)')
+}
+
+/** The workspace a command acts on: -w, else the registered workspace containing the cwd. Throws CliError naming what to do. */
+export function locate (opts: { workspace?: string }): { workspace: string, store: string } {
+  if (opts.workspace) {
+    const ws = path.resolve(opts.workspace)
+    const store = registered(ws)
+    if (!store) {
+      let exists = true
+      try { fs.statSync(ws) } catch (e: any) { exists = e.code !== 'ENOENT' }
+      throw new CliError(exists ? `${ws} has never been mounted by rewindfs: run rewindfs mount ${ws}` : `${ws} does not exist`)
+    }
+    return { workspace: ws, store }
+  }
+  const found = findWorkspace(process.cwd())
+  if (!found) throw new CliError('not inside a rewindfs workspace: cd into a mounted workspace or give -w DIR')
+  return found
+}
+
+/** A client connected to the workspace's daemon (120 s request timeout); throws CliError when it is not running or cannot be reached. */
+export async function connect (opts: { workspace?: string }): Promise<RewindClient> {
+  const { workspace, store } = locate(opts)
+  if (!fs.existsSync(path.join(store, CONNECTION_FILE))) throw new CliError(`the daemon for ${workspace} is not running: run rewindfs mount ${workspace}`)
+  try {
+    return await RewindClient.connect({ storeDir: store, timeoutMs: 120000 })
+  } catch (e: any) {
+    throw new CliError(`cannot reach the daemon for ${workspace} (${e.message}): if it died, run rewindfs mount ${workspace} to resume from its last checkpoint`)
+  }
+}
+
+/** Runs `fn` with a connected client and closes it after. */
+export async function withClient<T> (opts: { workspace?: string }, fn: (c: RewindClient) => Promise<T>): Promise<T> {
+  const c = await connect(opts)
+  try { return await fn(c) } finally { await c.close().catch(() => {}) }
+}
+
+/**
+ * The store a command that also works on a stopped store acts on (--store,
+ * else the workspace's), and the workspace of its running daemon (null
+ * when none runs: the command then opens the store itself).
+ */
+export function storeOf (o: { workspace?: string, store?: string }): { store: string, daemon: string | null } {
+  const loc = o.store !== undefined ? null : locate(o)
+  const store = loc ? loc.store : path.resolve(o.store!)
+  const d = runningDaemon(store)
+  if (!d) return { store, daemon: null }
+  const ws = loc?.workspace ?? d.workspace
+  if (ws === null) throw new CliError(`the daemon (pid ${d.pid}) holds the store ${store} but its ${CONNECTION_FILE} names no workspace: run the command with -w WORKSPACE`)
+  return { store, daemon: ws }
+}
+
+/** Runs `fn` on a stopped store; its errors (no store, locked, unknown checkpoint) become one line. */
+export async function offline<T> (fn: () => Promise<T>): Promise<T> {
+  try { return await fn() } catch (e) {
+    if (e instanceof OfflineError) throw new CliError(e.message)
+    throw e
+  }
+}
+
+/** The running daemon that holds `store` (pid and workspace from its connection file), or null when none runs. */
+export function runningDaemon (store: string): { pid: number, workspace: string | null } | null {
+  let info: { pid?: unknown, workspace?: unknown }
+  try { info = JSON.parse(fs.readFileSync(path.join(store, CONNECTION_FILE), 'utf8')) } catch { return null }
+  if (typeof info.pid !== 'number' || !alive(info.pid)) return null
+  return { pid: info.pid, workspace: typeof info.workspace === 'string' ? info.workspace : null }
+}
+
+/** True while process `pid` runs (a zombie waiting for its parent to reap it has exited). */
+export function alive (pid: number): boolean {
+  try { process.kill(pid, 0) } catch { return false }
+  try { return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z' } catch { return false }
+}
