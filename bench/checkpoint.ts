@@ -32,6 +32,8 @@ export interface CheckpointBenchOptions {
   /** counts of changed files (default 1, 10, 100, 1,000; quick 1, 10, 100) */
   changed?: number[]
   log: (line: string) => void
+  /** called with the result so far after every cell */
+  onProgress?: (soFar: CheckpointResult) => void
 }
 
 /**
@@ -46,7 +48,7 @@ export async function checkpointBench (cleanup: Cleanup, o: CheckpointBenchOptio
   if (o.smoke) o.log(`checkpoint: SMOKE form: ${sizes.join(', ')} files, ${changed.join(' / ')} changed, 1 repetition; the figures mean nothing`)
   if (o.quick) o.log(`checkpoint: QUICK mode: sizes ${sizes.join(', ')}, ${changed.join(' / ')} changed, 2 repetitions`)
   return await runCheckpoint({
-    peers, sizes, changed, cleanup, log: o.log,
+    peers, sizes, changed, cleanup, log: o.log, onProgress: o.onProgress,
     reps: n => o.reps ?? (o.smoke ? 1 : o.quick ? 2 : n >= 100000 ? 3 : 5)
   })
 }

@@ -45,12 +45,14 @@ async function main (): Promise<void> {
     .option('--only <parts>', `comma-separated subset of ${PARTS.join(', ')}`, v => v.split(',').map(s => s.trim()))
     .option('--rewindfs-b <path>', 'a second rewindfs checkout (built) measured beside this one in the session')
     .option('--rounds <n>', 'session rounds (default 5, quick 1)', v => Number(v))
+    .option('--sizes <list>', 'checkpoint: workspace sizes in files, run in the order given (default 1000,10000,100000)', v => v.split(',').map(Number))
     .option('--out <dir>', 'where to write the results (default bench/results, quick: bench/results/quick)')
     .option('--from-json <files...>', 'measure nothing: write the report of these results files (e.g. a .partial.json of a stopped run; several: their parts merged)')
     .option('--note <text>', 'with --from-json: a note put at the top of the report (e.g. why the run has fewer rounds)')
     .parse()
-    .opts<{ quick: boolean, smoke: boolean, only?: string[], rewindfsB?: string, rounds?: number, out?: string, fromJson?: string[], note?: string }>()
+    .opts<{ quick: boolean, smoke: boolean, only?: string[], rewindfsB?: string, rounds?: number, sizes?: number[], out?: string, fromJson?: string[], note?: string }>()
   if (o.fromJson) { fromJson(o.fromJson, o.out, o.note); return }
+  if (o.sizes && !o.sizes.every(n => Number.isInteger(n) && n > 0)) throw new Error('--sizes must be positive integers, comma-separated (e.g. 100000,10000,1000)')
   if (o.quick && o.smoke) throw new Error('--quick and --smoke exclude each other: choose one')
   const mode: BenchResults['mode'] = o.smoke ? 'smoke' : o.quick ? 'quick' : 'full'
   for (const p of o.only ?? []) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--only: unknown part "${p}"; choose from ${PARTS.join(', ')}`)
@@ -82,7 +84,7 @@ async function main (): Promise<void> {
       console.log('\n' + hifreqText(r.hifreq) + '\n')
     }
     if (want('checkpoint')) {
-      r.checkpoint = await checkpointBench(cleanup, { quick: o.quick, smoke: o.smoke, log })
+      r.checkpoint = await checkpointBench(cleanup, { quick: o.quick, smoke: o.smoke, sizes: o.sizes, log, onProgress: soFar => { r.checkpoint = soFar; savePartial() } })
       console.log('\n' + checkpointText(r.checkpoint) + '\n\n' + targetLine(r.checkpoint) + '\n')
     }
   } finally {
