@@ -26,6 +26,9 @@ import { registerStatus } from './commands/status.js'
 import { registerPin } from './commands/pin.js'
 import { registerGc } from './commands/gc.js'
 import { registerVerify } from './commands/verify.js'
+import { registerUndo } from './commands/undo.js'
+import { registerBisect } from './commands/bisect.js'
+import { registerBlame } from './commands/blame.js'
 
 /** The whole program, every command added; parseAsync(argv) runs one. */
 export function program (): Command {
@@ -47,6 +50,9 @@ export function program (): Command {
   registerPin(p)
   registerGc(p)
   registerVerify(p)
+  registerUndo(p)
+  registerBisect(p)
+  registerBlame(p)
   return p
 }
 

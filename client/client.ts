@@ -17,10 +17,11 @@ import {
   isConnectionInfo, isErrorReply, isEvent, isOkReply,
   type CandidateInfo, type CheckpointEvent, type CheckpointId, type CheckpointInfo, type DiffEntry, type Encoding, type Event, type EventName,
   type ExportInfo, type GcPolicy, type GcReport, type RunEndInfo, type HelloInfo, type MemoryAddInfo, type MemoryEntry, type MemoryGetInfo, type Op, type OpArgs, type OpResults, type RestoreEvent, type RestoreInfo,
-  type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo,
+  type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo, type UndoInfo, type PathHistoryEntry,
 } from '../proto/messages.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { ConnectionError, RewindError, TimeoutError } from './errors.js'
+import { discover } from './discover.js'
 
 export { ConnectionError, RewindError, TimeoutError } from './errors.js'
 
@@ -29,8 +30,10 @@ export const DEFAULT_TIMEOUT_MS = 30000
 /** Default bound on an incoming reply, bytes (the server's default maxPayload plus framing slack). */
 export const DEFAULT_CLIENT_MAX_PAYLOAD = 64 * 1024 * 1024 + 1024 * 1024
 
-/** Options of RewindClient.connect. Endpoint: url, else socketPath, else storeDir's daemon.json. */
+/** Options of RewindClient.connect. Endpoint: url, else socketPath, else storeDir's daemon.json, else discovery from `workspace`. */
 export interface ConnectOptions {
+  /** a workspace or any path inside one: the daemon is found by the discovery rule (client/discover.ts, PROTOCOL.md §1 "Finding the daemon"), again at every reconnect */
+  workspace?: string
   /** websocket URL, e.g. ws://127.0.0.1:4711/ */
   url?: string
   /** unix socket path of the daemon */
@@ -83,8 +86,8 @@ export class RewindClient {
    * (E_UNAUTHORIZED on 401, E_UNSUPPORTED_VERSION) or ConnectionError.
    */
   static async connect (opts: ConnectOptions = {}): Promise<RewindClient> {
-    if (opts.url === undefined && opts.socketPath === undefined && opts.storeDir === undefined) {
-      throw new TypeError('RewindClient.connect: give url, socketPath or storeDir')
+    if (opts.url === undefined && opts.socketPath === undefined && opts.storeDir === undefined && opts.workspace === undefined) {
+      throw new TypeError('RewindClient.connect: give workspace, url, socketPath or storeDir')
     }
     const c = new RewindClient({ ...opts, timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, encoding: opts.encoding ?? 'msgpack', maxPayload: opts.maxPayload ?? DEFAULT_CLIENT_MAX_PAYLOAD })
     await c.open()
@@ -118,9 +121,31 @@ export class RewindClient {
     return this.call('mark', args, o)
   }
 
-  /** Restore checkpoint `id` exactly; unknown id → RewindError E_UNKNOWN_CHECKPOINT and nothing changes. */
-  restore (args: { id: CheckpointId }, o?: CallOptions): Promise<RestoreInfo> {
-    return this.call('restore', { checkpoint: args.id }, o)
+  /**
+   * Restore checkpoint `id` exactly; unknown id → RewindError E_UNKNOWN_CHECKPOINT and nothing changes.
+   * `paths`: only those files or subtrees, on the current branch, as a new checkpoint (RestoreInfo.result);
+   * `dryRun`: what would change (RestoreInfo.changes), nothing changed.
+   */
+  restore (args: { id: CheckpointId; paths?: string[]; dryRun?: boolean }, o?: CallOptions): Promise<RestoreInfo> {
+    const a: { checkpoint: CheckpointId; paths?: string[]; dryRun?: boolean } = { checkpoint: args.id }
+    if (args.paths !== undefined) a.paths = args.paths
+    if (args.dryRun !== undefined) a.dryRun = args.dryRun
+    return this.call('restore', a, o)
+  }
+
+  /**
+   * Revert what the segment ending at checkpoint `id` changed, where no later change touched the same paths;
+   * with conflicts (UndoInfo.conflicts) nothing is applied. `dryRun`: change nothing.
+   */
+  undo (args: { id: CheckpointId; dryRun?: boolean }, o?: CallOptions): Promise<UndoInfo> {
+    const a: { checkpoint: CheckpointId; dryRun?: boolean } = { checkpoint: args.id }
+    if (args.dryRun !== undefined) a.dryRun = args.dryRun
+    return this.call('undo', a, o)
+  }
+
+  /** The checkpoints at which `path` changed, newest first: the current lineage, or every branch with `all`; at most `limit` (default 100); `meta`: with each checkpoint's segment metadata. */
+  history (args: { path: string; all?: boolean; limit?: number; meta?: boolean }, o?: CallOptions): Promise<PathHistoryEntry[]> {
+    return this.call('history', args, o)
   }
 
   /** Checkpoints newest first; all branches unless `branch`; at most `limit` (default 100 in the daemon). */
@@ -342,8 +367,17 @@ export class RewindClient {
     }
     let token = this.opts.token
     if (token === undefined && storeDir !== undefined) token = await readClientToken(path.join(storeDir, 'token'))
+    if ((url === undefined || token === undefined) && this.opts.workspace !== undefined) {
+      let found
+      try { found = await discover(this.opts.workspace) } catch (err) {
+        throw new ConnectionError((err as Error).message, undefined, { cause: err })
+      }
+      if (found === null) throw new ConnectionError(`no rewindfs daemon serves ${this.opts.workspace}: no connection file for it or an ancestor (is it mounted? rewindfs mount DIR; REWINDFS_RUNTIME_DIR must match the daemon's)`)
+      url ??= found.socket !== null ? `ws+unix:${found.socket}:/` : `ws://127.0.0.1:${found.port}/`
+      token ??= await readClientToken(found.token)
+    }
     if (url === undefined) throw new TypeError('RewindClient: no endpoint')
-    if (token === undefined) throw new TypeError('RewindClient: give token or storeDir')
+    if (token === undefined) throw new TypeError('RewindClient: give token, storeDir or workspace')
     return { url, token }
   }
 

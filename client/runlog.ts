@@ -34,8 +34,8 @@ export interface LlmCallRecord { type: 'llm_call'; time: number; inputStart: num
 export interface ToolCallRecord { type: 'tool_call'; time: number; name: string; args: unknown; result: unknown; exitStatus: number }
 /** A checkpoint marked at a decision boundary, with its segment metadata. */
 export interface CheckpointRecord { type: 'checkpoint'; time: number; id: CheckpointId; label: string | null; branch: string; meta: unknown }
-/** A committed backtrack: from the head checkpoint to `to`, with the memory entry added. */
-export interface RewindRecord { type: 'rewind'; time: number; from: CheckpointId | null; to: CheckpointId; reason: string; memory: unknown; memoryCount: number; restart: boolean }
+/** A committed backtrack: from the head checkpoint to `to`, with the memory entry added; `depth` (absent in logs written before issue 16: both) says what went back: both, context (files kept) or workspace (conversation kept). */
+export interface RewindRecord { type: 'rewind'; time: number; from: CheckpointId | null; to: CheckpointId; reason: string; memory: unknown; memoryCount: number; restart: boolean; depth?: 'both' | 'context' | 'workspace' }
 
 export type RunLogRecord = LlmCallRecord | ToolCallRecord | CheckpointRecord | RewindRecord
 /** A record as given to append: `time` is filled in when absent. */

@@ -15,9 +15,17 @@
  * checkpoint) is never re-executed.
  *
  * Options of the same runner: `rewindBudget` (commits allowed; later ones
- * are answered with an error and the turn goes on) and
+ * are answered with an error and the turn goes on),
  * `restartFromBeginning` (every commit rewinds to the run's first
- * checkpoint instead of the one named, keeping the memory).
+ * checkpoint instead of the one named, keeping the memory) and
+ * `rewindDepth` (issue 16; what goes back when the commit names no
+ * `depth`): `both` (default: files restored, context rebuilt), `context`
+ * (depth 0: the context is rebuilt from the checkpoint with the memory, the
+ * files stay as they are and the branch goes on), `workspace` (the files
+ * are restored, the conversation goes on with the commit answered; the
+ * other calls of that reply are answered "not run"). The run log's
+ * `rewind` record names the depth; a rewind that rebuilds the context
+ * starts a new log file (fork), a workspace-only one does not.
  */
 import type { CheckpointId } from '../proto/messages.js'
 import type { RewindClient } from './client.js'
@@ -25,7 +33,7 @@ import type { AssistantMessage, ChatMessage, Model, ToolCall, ToolSpec } from '.
 import { getMemory, injectMemory } from './memory.js'
 import { SessionRecorder } from './recorder.js'
 import type { RunLog } from './runlog.js'
-import { BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, backtrackCandidates, backtrackCommit, backtrackTools, ToolArgumentError } from './tools.js'
+import { BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, backtrackCandidates, backtrackCommit, backtrackTools, ToolArgumentError, type RewindDepth } from './tools.js'
 
 /** What a tool did: its result (any JSON; sent to the model as JSON text) and exit status (0 success). */
 export interface ToolOutcome { result: unknown; exitStatus: number }
@@ -49,6 +57,8 @@ export interface RewindEvent {
   /** the rebuilt context the run continues from (stored context + memory message) */
   messages: ChatMessage[]
   restart: boolean
+  /** what went back: both, context (files kept) or workspace (conversation kept) */
+  depth: RewindDepth
 }
 
 export interface RunnerOptions {
@@ -64,6 +74,8 @@ export interface RunnerOptions {
   rewindBudget?: number
   /** every commit rewinds to the run's first checkpoint instead of the one named; default false */
   restartFromBeginning?: boolean
+  /** what goes back when backtrack_commit names no depth: both (default), context (depth 0: files kept) or workspace (conversation kept) */
+  rewindDepth?: RewindDepth
   /** the run log (runlog.ts); none by default */
   log?: RunLog
   /** model calls allowed in the run, across branches; default 200 */
@@ -147,7 +159,9 @@ export class Runner {
           try {
             done = await backtrackCommit(client, run, call.arguments, {
               target: this.o.restartFromBeginning === true ? first : undefined,
-              verify: async (id) => {
+              depth: this.o.rewindDepth,
+              verify: async (id, depth) => {
+                if (depth === 'workspace') return // the conversation goes on: no stored context needed
                 try { storedMessages(await client.context({ id }), id) } catch {
                   throw new ToolArgumentError('checkpoint_id', `checkpoint ${id} was not marked by this run's runner (it carries no stored context to continue from); choose a checkpoint labelled "before model call N"`)
                 }
@@ -160,13 +174,27 @@ export class Runner {
           }
           // the turn stops here: the rest of this reply belongs to the abandoned branch
           this.commits++
-          this.recorder.recordToolCall({ name: call.name, args: call.arguments, result: { restored: done.checkpoint }, exitStatus: 0 })
-          this.o.log?.append({ type: 'rewind', from: done.from, to: done.checkpoint, reason: done.record.reason, memory: done.record, memoryCount: done.memoryCount, restart: this.o.restartFromBeginning === true })
-          this.o.log?.fork(done.checkpoint)
-          const stored = storedMessages(await client.context({ id: done.checkpoint }), done.checkpoint)
-          messages = injectMemory(stored, await getMemory(client, run))
-          this.recorder.resetTo(done.checkpoint)
-          const e: RewindEvent = { requested: call.arguments.checkpoint_id as CheckpointId, checkpoint: done.checkpoint, from: done.from, reason: done.record.reason, memoryCount: done.memoryCount, messages, restart: this.o.restartFromBeginning === true }
+          const restart = this.o.restartFromBeginning === true
+          const result = { restored: done.checkpoint, depth: done.depth }
+          const logRewind = (): void => { this.o.log?.append({ type: 'rewind', from: done.from, to: done.checkpoint, reason: done.record.reason, memory: done.record, memoryCount: done.memoryCount, restart, depth: done.depth }) }
+          if (done.depth === 'workspace') {
+            // the files went back, the conversation goes on: answer this call, and the rest of the reply as not run
+            messages = this.answer(messages, call, { result: { ...result, changed: done.restore?.changed ?? 0 }, exitStatus: 0 })
+            logRewind()
+            for (const rest of calls.slice(calls.indexOf(call) + 1)) {
+              messages = [...messages, { role: 'tool', toolCallId: rest.id, name: rest.name, content: JSON.stringify({ error: `not run: ${BACKTRACK_COMMIT} ended the turn (the files were restored to checkpoint ${done.checkpoint})` }) }]
+            }
+            this.recorder.resetTo(done.checkpoint)
+          } else {
+            this.recorder.recordToolCall({ name: call.name, args: call.arguments, result, exitStatus: 0 })
+            logRewind()
+            this.o.log?.fork(done.checkpoint)
+            const stored = storedMessages(await client.context({ id: done.checkpoint }), done.checkpoint)
+            messages = injectMemory(stored, await getMemory(client, run))
+            // at depth context the files were kept: the segment goes on from the head, not from the checkpoint
+            if (done.depth === 'both') this.recorder.resetTo(done.checkpoint)
+          }
+          const e: RewindEvent = { requested: call.arguments.checkpoint_id as CheckpointId, checkpoint: done.checkpoint, from: done.from, reason: done.record.reason, memoryCount: done.memoryCount, messages, restart, depth: done.depth }
           rewinds.push(e)
           await this.o.onRewind?.(e)
           break

@@ -26,6 +26,16 @@ export { MAX_CANDIDATES }
 /** Longest `reason`, UTF-16 code units. */
 export const REASON_MAX = 2000
 
+/**
+ * How far a backtrack goes (issue 16): `both` restores the files and
+ * rebuilds the context; `context` (depth 0) rebuilds only the context and
+ * keeps the files as they are; `workspace` restores only the files and
+ * keeps the conversation.
+ */
+export const REWIND_DEPTHS = ['both', 'context', 'workspace'] as const
+/** One of REWIND_DEPTHS. */
+export type RewindDepth = typeof REWIND_DEPTHS[number]
+
 /** OpenAI-style tool definition (chat completions `tools[]`). */
 export interface OpenAiTool { type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }
 /** Anthropic-style tool definition (messages API `tools[]`). */
@@ -59,6 +69,7 @@ export const backtrackCommitSpec: ToolSpec = {
       checkpoint_id: { type: 'integer', minimum: 1, description: 'id of a checkpoint listed by backtrack_candidates' },
       memory: MEMORY_NOTE_SCHEMA,
       reason: { type: 'string', maxLength: REASON_MAX, description: 'Why this checkpoint.' },
+      depth: { type: 'string', enum: [...REWIND_DEPTHS], description: 'What goes back (default: the runner\'s choice, usually both). both: the files and your context. context: only your context (with the memory); the files stay as they are now — when the files are right but your reasoning went wrong. workspace: only the files; you keep this conversation — when the files went wrong but what you learned here is worth keeping.' },
     },
     required: ['checkpoint_id', 'memory', 'reason'],
     additionalProperties: false,
@@ -87,8 +98,8 @@ export class ToolArgumentError extends Error {
   }
 }
 
-/** Validated arguments of backtrack_commit. */
-export interface CommitArgs { checkpoint_id: CheckpointId; memory: MemoryNote; reason: string }
+/** Validated arguments of backtrack_commit; `depth` absent: the caller's default. */
+export interface CommitArgs { checkpoint_id: CheckpointId; memory: MemoryNote; reason: string; depth?: RewindDepth }
 
 function checkReason (v: unknown): string {
   if (typeof v !== 'string') throw new ToolArgumentError('reason', 'reason must be a string')
@@ -108,7 +119,7 @@ export function parseCandidatesArgs (args: Record<string, unknown>): { reason: s
 
 /** Validate backtrack_commit arguments (memory with validateMemoryNote; its errors become ToolArgumentError on `memory.<field>`). */
 export function parseCommitArgs (args: Record<string, unknown>): CommitArgs {
-  onlyFields(args, ['checkpoint_id', 'memory', 'reason'])
+  onlyFields(args, ['checkpoint_id', 'memory', 'reason', 'depth'])
   const id = args.checkpoint_id
   if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) throw new ToolArgumentError('checkpoint_id', 'checkpoint_id must be an integer ≥ 1')
   let memory: MemoryNote
@@ -116,7 +127,12 @@ export function parseCommitArgs (args: Record<string, unknown>): CommitArgs {
     const field = (err as { field?: string }).field
     throw new ToolArgumentError(field === undefined || field === 'memory' ? 'memory' : `memory.${field}`, (err as Error).message)
   }
-  return { checkpoint_id: id, memory, reason: checkReason(args.reason) }
+  const out: CommitArgs = { checkpoint_id: id, memory, reason: checkReason(args.reason) }
+  if (args.depth !== undefined && args.depth !== null) {
+    if (typeof args.depth !== 'string' || !(REWIND_DEPTHS as readonly string[]).includes(args.depth)) throw new ToolArgumentError('depth', `depth must be one of ${REWIND_DEPTHS.join(', ')}`)
+    out.depth = args.depth as RewindDepth
+  }
+  return out
 }
 
 /** One candidate as backtrack_candidates answers it. */
@@ -140,7 +156,10 @@ export interface Committed {
   checkpoint: CheckpointId
   /** head checkpoint before the restore (the branch abandoned), or null */
   from: CheckpointId | null
-  restore: RestoreInfo
+  /** what went back */
+  depth: RewindDepth
+  /** the restore of the files; null at depth `context` (the files were kept) */
+  restore: RestoreInfo | null
   /** the memory entry added */
   record: MemoryRecord
   /** entries the run's memory holds now */
@@ -152,24 +171,27 @@ export interface Committed {
  * of the candidates (the current lineage, newest 80), add the memory entry
  * (durable first, so a crash after it keeps what was learned), restore.
  * `target` overrides the checkpoint restored (restart from the beginning);
- * the memory records the one actually restored. Throws ToolArgumentError
+ * the memory records the one actually restored. `depth` (the default when
+ * the arguments give none; default `both`): at `context` the files are not
+ * restored (restore: null). Throws ToolArgumentError
  * for arguments the agent can fix; RewindError from the daemon otherwise.
  */
 export async function backtrackCommit (
   client: Pick<RewindClient, 'candidates' | 'status' | 'memoryAdd' | 'restore'>,
   run: string,
   args: Record<string, unknown>,
-  opts: { target?: CheckpointId, verify?: (id: CheckpointId) => Promise<void> } = {},
+  opts: { target?: CheckpointId, verify?: (id: CheckpointId, depth: RewindDepth) => Promise<void>, depth?: RewindDepth } = {},
 ): Promise<Committed> {
   const a = parseCommitArgs(args)
   const list = await client.candidates({ limit: MAX_CANDIDATES })
   if (!list.some(c => c.id === a.checkpoint_id)) throw new ToolArgumentError('checkpoint_id', `checkpoint ${a.checkpoint_id} is not among the candidates (call ${BACKTRACK_CANDIDATES})`)
   const to = opts.target ?? a.checkpoint_id
   // refuse before anything changes (memory, workspace) when the caller cannot continue from `to`
-  if (opts.verify) await opts.verify(to)
+  const depth = a.depth ?? opts.depth ?? 'both'
+  if (opts.verify) await opts.verify(to, depth)
   const from = (await client.status()).head
   const record: MemoryRecord = { kind: 'rewindfs.memory/1', ...a.memory, reason: a.reason, from, to, time: Date.now() }
   const memoryCount = (await addMemory(client, run, record))
-  const restore = await client.restore({ id: to })
-  return { checkpoint: to, from, restore, record, memoryCount }
+  const restore = depth === 'context' ? null : await client.restore({ id: to })
+  return { checkpoint: to, from, depth, restore, record, memoryCount }
 }

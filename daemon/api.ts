@@ -5,17 +5,21 @@
  * shapes, defined once in proto/messages.ts.
  */
 import type { CheckpointId } from '../base/types.js'
-import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo } from '../proto/messages.js'
+import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo, UndoInfo, PathHistoryEntry } from '../proto/messages.js'
 
-export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo } from '../proto/messages.js'
+export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo, UndoInfo, PathHistoryEntry } from '../proto/messages.js'
 
 /** The daemon's operations. Every method throws an ApiError (proto/errors) with a stable code on bad input. */
 export interface RewindApi {
   status(): Promise<StatusInfo>
   /** Seal the current generation as a checkpoint. context: any JSON value stored with it; meta: segment metadata. */
   mark(req: { label?: string; context?: unknown; meta?: unknown }): Promise<CheckpointInfo>
-  /** Restore checkpoint `id` exactly; unknown id → E_UNKNOWN_CHECKPOINT and nothing changes. */
-  restore(req: { id: CheckpointId }): Promise<RestoreInfo>
+  /**
+   * Restore checkpoint `id` exactly; unknown id → E_UNKNOWN_CHECKPOINT and nothing changes.
+   * With `paths`: only those files or subtrees, on the current branch, as a new checkpoint
+   * (fs/history/selective.ts). `dryRun`: say what would change (RestoreInfo.changes), change nothing.
+   */
+  restore(req: { id: CheckpointId; paths?: string[]; dryRun?: boolean }): Promise<RestoreInfo>
   /** Checkpoints newest first; all branches unless `branch` is given; at most `limit` (default 100). */
   log(req: { branch?: string; limit?: number }): Promise<CheckpointInfo[]>
   /** Differences from checkpoint `a` to checkpoint `b` (or to the live workspace when b is absent). */
@@ -47,4 +51,14 @@ export interface RewindApi {
   runEnd(req: { run: string }): Promise<RunEndInfo>
   /** Garbage collection with a retention policy (missing fields: defaults), while the workspace stays in use. */
   gc(req: Partial<GcPolicy>): Promise<GcReport>
+  /**
+   * Revert what the segment ending at checkpoint `id` changed, where no later change touched the same
+   * paths (fs/history/undo.ts); with conflicts nothing is applied. `dryRun`: change nothing.
+   */
+  undo(req: { id: CheckpointId; dryRun?: boolean }): Promise<UndoInfo>
+  /**
+   * The checkpoints at which `path` changed, newest first (fs/history/path-history.ts): the current
+   * lineage, or every checkpoint with `all`; at most `limit` (default 100); `meta`: with each checkpoint's segment metadata.
+   */
+  history(req: { path: string; all?: boolean; limit?: number; meta?: boolean }): Promise<PathHistoryEntry[]>
 }

@@ -23,6 +23,7 @@ import { applyChanges, emptyTable, loadAll, allRecords } from '../fs/itable.js'
 import { Service } from './service.js'
 import { startServer, type RewindServer } from './server.js'
 import { loadOrCreateToken, writeConnectionFile, removeConnectionFile } from './token.js'
+import { accessUser, clearStaleSocket, grantSocket, publishConnection, unpublishConnection, type Published } from './discovery.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { FuseMount } from '../fuse/adapter.js'
 import { xattrIo } from '../fuse/xattr.js'
@@ -50,6 +51,8 @@ export interface DaemonOptions {
   store: string
   /** TCP port for the protocol (0 = any free port) */
   port?: number
+  /** listen on this unix socket (absolute path) instead of TCP; given to the user who mounted (daemon/discovery.ts) */
+  socket?: string
   /** bytes kept free on the store's filesystem; new data is refused with ENOSPC below it (default 64 MiB, store/space.ts) */
   reserve?: number
   log?: (msg: string) => void
@@ -80,6 +83,7 @@ export function checkFuseAvailable (): void {
 export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const log = o.log ?? ((m: string) => process.stderr.write(m + '\n'))
   const port = o.port ?? 0
+  let published: Published | null = null
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port ${o.port} is not a port: give a whole number from 0 to 65535 (0 = any free port)`)
   checkFuseAvailable()
   // a dead mount first: stat of its mount point fails with ENOTCONN until it is cleared
@@ -288,6 +292,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
       try { fs.closeSync(dirFd) } catch {}
       await server?.close().catch(() => {})
       await removeConnectionFile(o.store).catch(() => {})
+      if (published !== null) await unpublishConnection(published).catch(() => {})
       blocks.close()
       await db.close().catch(() => {})
       resolveClosed()
@@ -316,6 +321,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const abandon = async (mounted: boolean): Promise<void> => {
     phase = 'CLOSED'
     if (mounted) await fuse.unmount().catch(async () => await run('fusermount', ['-uz', o.dir]).catch(() => {}))
+    if (published !== null) await unpublishConnection(published).catch(() => {})
     await server?.close().catch(() => {})
     ws.close()
     try { fs.closeSync(dirFd) } catch {}
@@ -324,12 +330,16 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     resolveClosed()
   }
   let ready = false
+  let token = ''
+  const access = accessUser()
   try {
-    const token = await loadOrCreateToken(o.store)
-    server = await startServer({ api: untilReady(service, () => ready), token, port })
+    token = await loadOrCreateToken(o.store)
+    if (o.socket !== undefined) await clearStaleSocket(o.socket)
+    server = await startServer({ api: untilReady(service, () => ready), token, port, ...(o.socket !== undefined ? { socketPath: o.socket } : {}) })
+    if (o.socket !== undefined) await grantSocket(o.socket, access)
   } catch (e) {
     await abandon(false)
-    throw listenError(e, port)
+    throw listenError(e, port, o.socket)
   }
   let mounted = false
   try {
@@ -338,13 +348,21 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     state.mounted = true
     if (!resumed) await gens.mark(ws, { label: 'mount' })
     else await gens.saveState(ws)
-    await writeConnectionFile(o.store, { port: server.port, socket: server.socketPath, pid: process.pid, workspace: o.dir })
+    // served from here on: a client that finds the files below (or polls for daemon.json) can use it at once
+    ready = true
+    const info = { port: server.port, socket: server.socketPath, pid: process.pid, workspace: o.dir }
+    // discovery's files first: the CLI's mount returns once daemon.json exists, and clients may look them up at once
+    try {
+      published = await publishConnection({ info, store: o.store, token, access })
+    } catch (e) {
+      log(`rewindfs: warning: clients cannot find this daemon from the workspace path (${(e as Error).message}); they can still connect with the store directory ${o.store}`)
+    }
+    await writeConnectionFile(o.store, info)
   } catch (e) {
     // nothing was written back and DIR is as it was: unmount, so no mount is left without its daemon
     await abandon(mounted)
     throw e
   }
-  ready = true
   stopWatch = watchMount(o.dir, unmountedOutside)
   return { closed, shutdown }
 }
@@ -367,8 +385,11 @@ function untilReady (api: Service, ready: () => boolean): Service {
 }
 
 /** The error of a failed listen on `port`, in one line that says what to do (EADDRINUSE, EACCES), else `e`. */
-export function listenError (e: unknown, port: number): Error {
+export function listenError (e: unknown, port: number, socket?: string): Error {
   const code = (e as { code?: string })?.code
+  if (socket !== undefined && (code === 'EADDRINUSE' || code === 'EACCES' || code === 'ENOENT')) {
+    return new Error(`cannot listen on the unix socket ${socket} (${code}): ${code === 'EADDRINUSE' ? 'another daemon listens there; give another --socket' : code === 'ENOENT' ? 'its directory does not exist; create it or give another --socket' : 'this user may not create it there; give another --socket'}`)
+  }
   if (code === 'EADDRINUSE') return new Error(`port ${port} is in use by another process: pick another with --port, or 0 for any free port`)
   if (code === 'EACCES') return new Error(`port ${port} may not be used by this user (ports below 1024 need root): pick another with --port, or 0 for any free port`)
   return e instanceof Error ? e : new Error(String(e))

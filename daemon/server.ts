@@ -203,8 +203,8 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
         return r
       }
       case 'restore': {
-        const r = await api.restore({ id: req.checkpoint })
-        if (autoEvents) broadcast({ event: 'restore', restore: r })
+        const r = await api.restore(opt({ id: req.checkpoint, paths: req.paths, dryRun: req.dryRun }))
+        if (autoEvents && r.dryRun !== true) broadcast({ event: 'restore', restore: r })
         return r
       }
       case 'log': return await api.log(opt({ branch: req.branch, limit: req.limit }))
@@ -221,6 +221,12 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
       case 'pin': return await api.pin({ id: req.checkpoint, pinned: req.pinned ?? true })
       case 'run_end': return await api.runEnd({ run: req.run })
       case 'gc': return await api.gc(opt({ keepLast: req.keepLast, abandonedAfterMs: req.abandonedAfterMs, runIdleMs: req.runIdleMs, dryRun: req.dryRun }))
+      case 'undo': {
+        const r = await api.undo(opt({ id: req.checkpoint, dryRun: req.dryRun }))
+        if (autoEvents && r.applied && r.restore) broadcast({ event: 'restore', restore: r.restore })
+        return r
+      }
+      case 'history': return await api.history(opt({ path: req.path, all: req.all, limit: req.limit, meta: req.meta }))
       case 'subscribe': {
         c.events = new Set(req.events ?? EVENTS)
         c.eventEncoding = encoding

@@ -4,7 +4,7 @@
  * writer. Paths arrive validated by proto/ (workspace-relative, no '..').
  */
 import type { CheckpointId } from '../base/types.js'
-import type { CandidateInfo, CheckpointInfo, DiffEntry, GcPolicy, GcReport, MemoryEntry, RestoreInfo, RewindApi, RunEndInfo, StatInfo, StatusInfo } from './api.js'
+import type { CandidateInfo, CheckpointInfo, DiffEntry, GcPolicy, GcReport, MemoryEntry, PathHistoryEntry, RestoreInfo, RewindApi, RunEndInfo, StatInfo, StatusInfo, UndoInfo } from './api.js'
 import { type InodeRecord, isDir, isFile, typeName } from '../fs/inode.js'
 import type { Workspace } from '../fs/workspace.js'
 import type { CheckpointRecord, Generations } from '../fs/history/generations.js'
@@ -69,8 +69,11 @@ export class Service implements RewindApi {
     return await this.d.generations.mark(this.d.workspace, req)
   }
 
-  async restore (req: { id: CheckpointId }): Promise<RestoreInfo> {
-    return await this.d.generations.restore(this.d.workspace, req.id, this.d.invalidate)
+  async restore (req: { id: CheckpointId, paths?: string[], dryRun?: boolean }): Promise<RestoreInfo> {
+    const g = this.d.generations
+    if (req.paths !== undefined) return await g.restorePaths(this.d.workspace, req.id, req.paths.map(path => ({ path })), this.d.invalidate, { dryRun: req.dryRun === true })
+    if (req.dryRun === true) return await g.restorePreview(this.d.workspace, req.id)
+    return await g.restore(this.d.workspace, req.id, this.d.invalidate)
   }
 
   async log (req: { branch?: string, limit?: number }): Promise<CheckpointInfo[]> {
@@ -177,6 +180,14 @@ export class Service implements RewindApi {
     const ended = Date.now()
     await this.d.generations.db.batch().put('run', req.run, { ended }).write({ sync: true })
     return { run: req.run, ended }
+  }
+
+  async undo (req: { id: CheckpointId, dryRun?: boolean }): Promise<UndoInfo> {
+    return await this.d.generations.undo(this.d.workspace, req.id, this.d.invalidate, req.dryRun === true)
+  }
+
+  async history (req: { path: string, all?: boolean, limit?: number, meta?: boolean }): Promise<PathHistoryEntry[]> {
+    return await this.d.generations.history(this.d.workspace, req.path, { all: req.all, limit: req.limit ?? 100, meta: req.meta })
   }
 
   async gc (req: Partial<GcPolicy>): Promise<GcReport> {

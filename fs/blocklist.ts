@@ -15,7 +15,7 @@
  * list (one entry per block, 0 for a hole, no negatives) is a valid
  * format-3 one, so format-2 stores need no rewrite.
  */
-import type { BlockId } from '../base/types.js'
+import { BLOCK_SIZE, type BlockId } from '../base/types.js'
 
 /** Holes a write may leave between the dense prefix and itself before the block goes to the map (64 entries = 4 MiB of file). */
 const DENSE_GAP = 64
@@ -165,4 +165,14 @@ export class BlockList {
       if (x.value[0] !== y.value[0] || x.value[1] !== y.value[1]) return false
     }
   }
+}
+
+const ZERO = Buffer.alloc(BLOCK_SIZE)
+
+/**
+ * True when every byte of `b` (at most BLOCK_SIZE bytes) is 0: such a block
+ * is kept as a hole (id 0), never stored. Native memcmp against a zero block.
+ */
+export function isZeroBlock (b: Uint8Array): boolean {
+  return Buffer.from(b.buffer, b.byteOffset, b.length).equals(ZERO.subarray(0, b.length))
 }

@@ -18,8 +18,8 @@ import { execFileSync, execFile } from 'node:child_process'
 import { BLOCK_SIZE } from '../base/types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO, S_IFCHR, S_IFBLK } from './inode.js'
 import type { TreeView } from './tree.js'
+import { isZeroBlock } from './blocklist.js'
 
-const ZERO = Buffer.alloc(BLOCK_SIZE)
 
 /**
  * Writes the content of a file record to `abs` (created or truncated),
@@ -34,7 +34,7 @@ export function writeContent (view: TreeView, r: InodeRecord, abs: string): numb
       for (let off = Math.floor(start / BLOCK_SIZE) * BLOCK_SIZE; off < end; off += BLOCK_SIZE) {
         const n = view.read(r, buf, Math.min(BLOCK_SIZE, r.size - off), off)
         const chunk = buf.subarray(0, n)
-        if (chunk.equals(ZERO.subarray(0, n))) continue
+        if (isZeroBlock(chunk)) continue
         let done = 0
         while (done < n) done += fs.writeSync(fd, chunk, done, n - done, off + done)
       }

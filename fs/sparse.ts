@@ -8,6 +8,8 @@
  */
 import fs from 'node:fs'
 import { execFileSync } from 'node:child_process'
+import { BLOCK_SIZE, type BlockId } from '../base/types.js'
+import { BlockList, isZeroBlock } from './blocklist.js'
 
 /** Debian's python3 when present (a version-manager shim on PATH can cost a second per start). */
 const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
@@ -52,4 +54,27 @@ export function dataExtents (path: string, size: number, allocated: number): Arr
 /** The path another process must use for a path of this process under /proc/self. */
 export function forOtherProcess (path: string): string {
   return path.startsWith('/proc/self/') ? `/proc/${process.pid}/${path.slice('/proc/self/'.length)}` : path
+}
+
+/**
+ * Copies the first `size` bytes of the native file open on `fd` into
+ * blocks: its data extents only (dataExtents of `path`, the same file by a
+ * path another process can open), each BLOCK_SIZE chunk handed to `put`
+ * (which stores it and returns its id; it may throw, e.g. ENOSPC) unless it
+ * is all zeros, which stays a hole. Used by the first write to a file of
+ * the directory (copy-up) and by freezing at unmount. Throws what the reads
+ * or `put` throw; the caller closes `fd`.
+ */
+export function copyIntoBlocks (fd: number, path: string, size: number, put: (chunk: Buffer) => BlockId): BlockList {
+  const blocks = BlockList.empty()
+  const buf = Buffer.allocUnsafe(BLOCK_SIZE)
+  for (const [start, end] of dataExtents(path, size, fs.fstatSync(fd).blocks * 512)) {
+    for (let k = Math.floor(start / BLOCK_SIZE); k * BLOCK_SIZE < Math.min(end, size); k++) {
+      const off = k * BLOCK_SIZE
+      const n = fs.readSync(fd, buf, 0, Math.min(BLOCK_SIZE, size - off), off)
+      const chunk = buf.subarray(0, n)
+      if (n > 0 && !isZeroBlock(chunk)) blocks.set(k, put(chunk))
+    }
+  }
+  return blocks
 }

@@ -32,8 +32,8 @@ import {
 } from './inode.js'
 import { type TableNode, applyChanges, lookup } from './itable.js'
 import { LowerLayer, type LowerEntry, recordOfLower, frozenBlocks } from './lower.js'
-import { BlockList, MAX_BLOCKS } from './blocklist.js'
-import { dataExtents, forOtherProcess } from './sparse.js'
+import { BlockList, MAX_BLOCKS, isZeroBlock } from './blocklist.js'
+import { copyIntoBlocks, dataExtents, forOtherProcess } from './sparse.js'
 import { isNoSpace } from '../store/errors.js'
 import type { Caller, FsOps, Stat } from './api.js'
 import {
@@ -248,7 +248,8 @@ export class Workspace implements FsOps {
     return true
   }
 
-  private allocIno (): Ino {
+  /** A new inode number, never used before on any branch (selective restore gives grafted records one where theirs is taken). Throws EFBIG past 2^32. */
+  allocIno (): Ino {
     const ino = this.nextIno++
     if (ino >= 2 ** 32) fail(EFBIG, 'out of inode numbers (2^32 created)')
     return ino
@@ -315,21 +316,10 @@ export class Workspace implements FsOps {
     if ('blocks' in src) {
       m.blocks = src.blocks.clone()
     } else {
-      const blocks = BlockList.empty()
-      const buf = Buffer.allocUnsafe(BLOCK_SIZE)
+      // a sparse file of the directory: its data extents only (fs/sparse.ts)
       try {
-        // a sparse file of the directory: its data extents only (fs/sparse.ts)
-        const st = fs.fstatSync(src.fd)
-        for (const [start, end] of dataExtents(forOtherProcess(this.lower.pathOf(ref.p)), m.size, st.blocks * 512)) {
-          for (let k = Math.floor(start / BLOCK_SIZE); k * BLOCK_SIZE < Math.min(end, m.size); k++) {
-            const off = k * BLOCK_SIZE
-            const n = fs.readSync(src.fd, buf, 0, Math.min(BLOCK_SIZE, m.size - off), off)
-            const chunk = buf.subarray(0, n)
-            if (!isZero(chunk)) blocks.set(k, this.blocks.put(chunk))
-          }
-        }
+        m.blocks = copyIntoBlocks(src.fd, forOtherProcess(this.lower.pathOf(ref.p)), m.size, chunk => this.blocks.put(chunk))
       } finally { fs.closeSync(src.fd) }
-      m.blocks = blocks
     }
     delete m.lower
     this.closeLowerFd(m.ino)
@@ -817,7 +807,7 @@ export class Workspace implements FsOps {
     const len = Math.min(BLOCK_SIZE, m.size - k * BLOCK_SIZE)
     if (len > 0) {
       const data = b.subarray(0, len)
-      m.blocks!.set(k, isZero(data) ? 0 : this.blocks.put(data))
+      m.blocks!.set(k, isZeroBlock(data) ? 0 : this.blocks.put(data))
     }
     dd!.delete(k)
     this.dirtyDataBytes -= BLOCK_SIZE
@@ -1029,7 +1019,6 @@ function resolveIn (table: TableNode, live: (ino: Ino) => InodeRecord | undefine
   return get(cur) ? cur : undefined
 }
 
-const ZERO = Buffer.alloc(BLOCK_SIZE)
 
 /**
  * xattr namespaces a Linux filesystem accepts. FUSE passes every name
@@ -1051,8 +1040,3 @@ function checkXattrName (path: string, name: string): void {
 
 /** Namespaces of checkXattrName. */
 const XATTR_NAMESPACES = ['user.', 'trusted.', 'security.']
-
-/** True when every byte is 0 (native memcmp against a zero block). */
-function isZero (b: Uint8Array): boolean {
-  return Buffer.from(b.buffer, b.byteOffset, b.length).equals(ZERO.subarray(0, b.length))
-}

@@ -21,13 +21,12 @@ import type { StoreDb } from '../store/db.js'
 import type { BlockStore } from '../store/blocks.js'
 import type { Generations } from './history/generations.js'
 import type { Workspace } from './workspace.js'
-import { BLOCK_SIZE, type BlockId } from '../base/types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
 import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, listTreeNoAtime, WRITEBACK_TEMP_PREFIX, LowerLayer } from './lower.js'
 import { TreeView } from './tree.js'
 import { isNoSpace } from '../store/errors.js'
 import { BlockList } from './blocklist.js'
-import { dataExtents, forOtherProcess } from './sparse.js'
+import { copyIntoBlocks, forOtherProcess } from './sparse.js'
 import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
 
 export interface WriteBackOptions {
@@ -70,7 +69,6 @@ export interface WriteBackStats {
   unfrozen?: string
 }
 
-const ZERO = Buffer.alloc(BLOCK_SIZE)
 
 /**
  * Writes the live state (sealed by the caller) back into the directory, after
@@ -120,19 +118,14 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
     let fd: number
     // O_NOATIME: freezing must not change the atime the file keeps (needs ownership or CAP_FOWNER)
     try { fd = fs.openSync(absOf(rel), flags | fs.constants.O_NOATIME) } catch (e: any) { if (e.code !== 'EPERM') throw e; fd = fs.openSync(absOf(rel), flags) }
-    const blocks = BlockList.empty()
-    const buf = Buffer.allocUnsafe(BLOCK_SIZE)
+    let blocks: BlockList
     try {
       // a sparse file: its data extents only (fs/sparse.ts), not its holes
-      for (const [start, end] of dataExtents(forOtherProcess(absOf(rel)), size, fs.fstatSync(fd).blocks * 512)) {
-        for (let off = Math.floor(start / BLOCK_SIZE) * BLOCK_SIZE; off < Math.min(end, size); off += BLOCK_SIZE) {
-          // the paths write-back changes may use the reserve kept for checkpoints; the others may not
-          if (optional) o.blocks.ensureSpace(Math.min(BLOCK_SIZE, size - off))
-          const n = fs.readSync(fd, buf, 0, Math.min(BLOCK_SIZE, size - off), off)
-          const chunk = buf.subarray(0, n)
-          if (n > 0 && !chunk.equals(ZERO.subarray(0, n))) blocks.set(off / BLOCK_SIZE, o.blocks.put(chunk))
-        }
-      }
+      blocks = copyIntoBlocks(fd, forOtherProcess(absOf(rel)), size, chunk => {
+        // the paths write-back changes may use the reserve kept for checkpoints; the others may not
+        if (optional) o.blocks.ensureSpace(chunk.length)
+        return o.blocks.put(chunk)
+      })
     } finally { fs.closeSync(fd) }
     freeze(rel, { blocks: blocks.encode() })
   }

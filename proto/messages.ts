@@ -6,7 +6,18 @@
  */
 import type { WireError } from './errors.js'
 
-/** Identifier of a checkpoint: a positive safe integer, increasing in creation order. */
+/**
+ * An integer (a JSON number without fraction, an msgpack int). Only a name
+ * for the JSON Schema (proto/schema/, `asType`); in TypeScript a number.
+ * @asType integer
+ */
+export type Integer = number
+
+/**
+ * Identifier of a checkpoint: a positive safe integer, increasing in creation order.
+ * @asType integer
+ * @minimum 1
+ */
 export type CheckpointId = number
 
 /**
@@ -24,17 +35,17 @@ export interface CheckpointInfo {
   /** label given at mark time, or null */
   label: string | null
   /** wall-clock time of the mark, ms since the Unix epoch */
-  time: number
+  time: Integer
   /** generation sealed by this checkpoint */
-  generation: number
+  generation: Integer
   /** branch the checkpoint belongs to */
   branch: string
   /** the checkpoint this one follows on its branch, or null for the first */
   parent: CheckpointId | null
   /** number of inodes in the workspace at this checkpoint */
-  inodes: number
+  inodes: Integer
   /** bytes of file data written since the previous checkpoint */
-  dirtyBytes: number
+  dirtyBytes: Integer
   /** time the mark took inside the daemon, ms */
   ms: number
   /** pinned checkpoints are never removed by garbage collection (`pin`) */
@@ -48,11 +59,19 @@ export interface RestoreInfo {
   /** the new branch the workspace continues on */
   branch: string
   /** number of paths that differ between the state before the restore and the checkpoint (as diff lists them) */
-  changed: number
+  changed: Integer
   /** time the restore took inside the daemon, including kernel cache invalidation, ms */
   ms: number
   /** the checkpoint ("before restore to N") that keeps the unsaved changes the restore replaced, or null when there were none */
   saved: CheckpointId | null
+  /** restore with `paths` only: the paths restored (normalised; one below another restored path is left out, the ancestor covers it) */
+  paths?: string[]
+  /** restore with `paths` only: true when nothing was changed (`dryRun` asked) */
+  dryRun?: boolean
+  /** restore with `paths` only: what differs at those paths, from the workspace before to the checkpoint, as diff lists it (what the restore changes, or would) */
+  changes?: DiffEntry[]
+  /** restore with `paths` only: the new checkpoint on the current branch holding the result, or null (dry run, or nothing differed) */
+  result?: CheckpointId | null
 }
 
 /** Kinds of change in a diff. */
@@ -65,6 +84,66 @@ export interface DiffEntry {
   change: typeof DIFF_CHANGES[number]
 }
 
+/** One conflict of an `undo`: a path the undone segment changed that a later change also touched. */
+export interface UndoConflict {
+  /** the path the undone segment changed ('/a/b') */
+  path: string
+  /** how the undone segment changed it */
+  change: DiffEntry['change']
+  /** the later checkpoint whose segment touched it, or null for the unsaved changes */
+  by: CheckpointId | null
+  /** the path that later change was at (the same path, one below it, or a directory above it) */
+  laterPath: string
+  laterChange: DiffEntry['change']
+}
+
+/** Result of `undo`. */
+export interface UndoInfo {
+  /** the checkpoint whose segment is undone */
+  checkpoint: CheckpointId
+  /** its parent: the paths go back as they were there */
+  from: CheckpointId
+  /** what the segment changed (diff from `from` to `checkpoint`) */
+  segment: DiffEntry[]
+  /** paths a later change also touched; when there is any, nothing was applied */
+  conflicts: UndoConflict[]
+  /** directories whose attributes the segment changed and a later segment changed again: left as they are */
+  skipped: string[]
+  /** true when the undo was applied (a new checkpoint, `restore.result`) */
+  applied: boolean
+  dryRun: boolean
+  /** the selective restore that applies (or, with dryRun, would apply) it; null when there were conflicts or nothing to revert */
+  restore: RestoreInfo | null
+}
+
+/** One change of a path at a checkpoint, as `history` lists them. */
+export interface PathHistoryEntry {
+  /** the checkpoint that ends the segment that made the change */
+  checkpoint: CheckpointId
+  /** the checkpoint it is compared with (its parent), or null for the first */
+  parent: CheckpointId | null
+  branch: string
+  /** time of the checkpoint, ms since the Unix epoch */
+  time: Integer
+  label: string | null
+  /** added | deleted | modified (content; for a directory: something below it) | meta (attributes only) | type */
+  change: DiffEntry['change']
+  /** kind at the checkpoint, null when deleted */
+  type: typeof FILE_TYPES[number] | null
+  /** size at the checkpoint in bytes (0 for directories), null when deleted */
+  size: Integer | null
+  /** size at the parent in bytes, null when absent there */
+  sizeBefore: Integer | null
+  /** added by a rename: the inode's path at the parent ('a/b') */
+  from?: string
+  /** deleted by a rename: the inode's path at the checkpoint */
+  to?: string
+  /** a directory: how many inodes below it differ */
+  below?: Integer
+  /** the segment metadata given with the checkpoint's mark (null when none); only when the request asked (`meta`) */
+  meta?: unknown
+}
+
 /** Kinds of inode. */
 export const FILE_TYPES = ['file', 'dir', 'symlink', 'fifo', 'socket', 'chardev', 'blockdev'] as const
 
@@ -72,12 +151,12 @@ export const FILE_TYPES = ['file', 'dir', 'symlink', 'fifo', 'socket', 'chardev'
 export interface StatInfo {
   path: string
   type: typeof FILE_TYPES[number]
-  mode: number
-  uid: number
-  gid: number
-  size: number
-  nlink: number
-  ino: number
+  mode: Integer
+  uid: Integer
+  gid: Integer
+  size: Integer
+  nlink: Integer
+  ino: Integer
   mtimeNs: string
   atimeNs: string
   ctimeNs: string
@@ -93,17 +172,17 @@ export interface StatusInfo {
   branch: string
   /** checkpoint the current generation started from, or null before the first mark */
   head: CheckpointId | null
-  generation: number
-  checkpoints: number
-  inodes: number
+  generation: Integer
+  checkpoints: Integer
+  inodes: Integer
   /** bytes written since the last checkpoint */
-  dirtyBytes: number
+  dirtyBytes: Integer
   /** inodes created, changed or removed since the last checkpoint */
-  dirtyInodes: number
+  dirtyInodes: Integer
   /** daemon process id */
-  pid: number
+  pid: Integer
   /** protocol version spoken */
-  protocol: number
+  protocol: Integer
   /**
    * FUSE requests the daemon's mount has served since the daemon started, by
    * operation name (`{ getattr: 1234, write: 56, ... }`; an operation with no
@@ -112,15 +191,15 @@ export interface StatusInfo {
    * names are the binding's operations, so a low-level binding reports its
    * own (lookup, forget, ...). Absent from servers older than issue 10.
    */
-  requests?: Record<string, number>
+  requests?: Record<string, Integer>
 }
 
 /** Result of `hello`: what the server speaks. */
 export interface HelloInfo {
   /** protocol version the server will use on this connection (the request's v) */
-  protocol: number
+  protocol: Integer
   /** every version the server speaks */
-  versions: number[]
+  versions: Integer[]
   /** server name and version, e.g. "rewindfs/0.1.0" */
   server: string
   /** operations this server accepts */
@@ -130,9 +209,9 @@ export interface HelloInfo {
   /** frame encodings accepted */
   encodings: Encoding[]
   /** largest incoming message accepted, bytes */
-  maxPayload: number
+  maxPayload: Integer
   /** largest `length` accepted by `read`, bytes */
-  maxRead: number
+  maxRead: Integer
 }
 
 /**
@@ -143,11 +222,11 @@ export interface HelloInfo {
 export interface CandidateInfo {
   id: CheckpointId
   /** position on the lineage: 0 for the oldest, +1 per checkpoint */
-  step: number
+  step: Integer
   /** label given at mark time, or null */
   label: string | null
   /** wall-clock time of the mark, ms since the Unix epoch */
-  time: number
+  time: Integer
   /** branch the checkpoint belongs to */
   branch: string
   /** the segment metadata given at mark time (any value), or null */
@@ -158,18 +237,18 @@ export interface CandidateInfo {
 export type MemoryEntry = Record<string, unknown>
 
 /** Result of `memory_add`: number of entries the run's rewind memory now holds. */
-export interface MemoryAddInfo { count: number }
+export interface MemoryAddInfo { count: Integer }
 /** Result of `memory_get`: every entry of the run's rewind memory, in insertion order. */
 export interface MemoryGetInfo { entries: MemoryEntry[] }
 
 /** Retention policy of `gc` (fs/maint/gc.ts); every field has a default. */
 export interface GcPolicy {
   /** the newest N checkpoints (by id) are kept; default 50 */
-  keepLast: number
+  keepLast: Integer
   /** a branch with no checkpoint newer than this (ms) is abandoned: its checkpoints go unless another rule keeps them; default 7 days; the current branch is never abandoned */
-  abandonedAfterMs: number
+  abandonedAfterMs: Integer
   /** a run that has marked nothing for this long (ms) counts as ended, as does one ended by `run_end`; default 1 day */
-  runIdleMs: number
+  runIdleMs: Integer
   /** say what would be removed, remove nothing; default false */
   dryRun: boolean
 }
@@ -177,30 +256,30 @@ export interface GcPolicy {
 /** Result of `gc`: what was removed and the space returned (bytes). */
 export interface GcReport {
   dryRun: boolean
-  policy: { keepLast: number; abandonedAfterMs: number; runIdleMs: number }
-  checkpoints: { before: number; kept: number; removed: CheckpointId[] }
+  policy: { keepLast: Integer; abandonedAfterMs: Integer; runIdleMs: Integer }
+  checkpoints: { before: Integer; kept: Integer; removed: CheckpointId[] }
   branches: { removed: string[] }
   /** inode table nodes and inode records deleted */
-  nodes: number
+  nodes: Integer
   /** contexts deleted (no kept checkpoint carries them) */
-  contexts: number
+  contexts: Integer
   /** frozen copies of lower paths deleted (they answered only sessions no kept checkpoint refers to) */
-  frozen: number
+  frozen: Integer
   /** blocks deleted and their bytes */
-  blocks: { removed: number; bytes: number }
+  blocks: { removed: Integer; bytes: Integer }
   /** packs deleted whole (no live block), compacted (live blocks copied, then deleted), and those left with why */
-  packs: { deleted: number; compacted: number; notCompacted: Array<{ pack: number; reason: string }> }
+  packs: { deleted: Integer; compacted: Integer; notCompacted: Array<{ pack: Integer; reason: string }> }
   /** pack files and metadata database before and after (they also move with writes made meanwhile); returned = the bytes of the packs gc deleted less the copies it wrote, plus what the metadata database shrank (with dryRun: the dead blocks' bytes) */
-  bytes: { packsBefore: number; packsAfter: number; metaBefore: number; metaAfter: number; returned: number }
+  bytes: { packsBefore: Integer; packsAfter: Integer; metaBefore: Integer; metaAfter: Integer; returned: Integer }
   /** time gc took, ms */
   ms: number
 }
 
 /** Result of `run_end`. */
-export interface RunEndInfo { run: string; ended: number }
+export interface RunEndInfo { run: string; ended: Integer }
 
 /** Result of `export`. */
-export interface ExportInfo { files: number; bytes: number }
+export interface ExportInfo { files: Integer; bytes: Integer }
 /** Result of `unmount`. */
 export interface UnmountInfo { discarded: boolean }
 /** Result of `subscribe`: the events this connection now receives. */
@@ -218,14 +297,14 @@ export interface OpArgs {
   hello: { client?: string }
   status: Record<never, never>
   mark: { label?: string; context?: unknown; meta?: unknown }
-  restore: { checkpoint: CheckpointId }
-  log: { branch?: string; limit?: number }
+  restore: { checkpoint: CheckpointId; paths?: string[]; dryRun?: boolean }
+  log: { branch?: string; limit?: Integer }
   diff: { a: CheckpointId; b?: CheckpointId }
   stat: { checkpoint?: CheckpointId; path: string }
   readdir: { checkpoint?: CheckpointId; path: string }
-  read: { checkpoint?: CheckpointId; path: string; offset?: number; length?: number }
+  read: { checkpoint?: CheckpointId; path: string; offset?: Integer; length?: Integer }
   context: { checkpoint: CheckpointId }
-  candidates: { limit?: number }
+  candidates: { limit?: Integer }
   memory_add: { run: string; entry: MemoryEntry }
   memory_get: { run: string }
   export: { checkpoint: CheckpointId; dir: string }
@@ -233,7 +312,9 @@ export interface OpArgs {
   subscribe: { events?: EventName[] }
   pin: { checkpoint: CheckpointId; pinned?: boolean }
   run_end: { run: string }
-  gc: { keepLast?: number; abandonedAfterMs?: number; runIdleMs?: number; dryRun?: boolean }
+  gc: { keepLast?: Integer; abandonedAfterMs?: Integer; runIdleMs?: Integer; dryRun?: boolean }
+  undo: { checkpoint: CheckpointId; dryRun?: boolean }
+  history: { path: string; all?: boolean; limit?: Integer; meta?: boolean }
 }
 
 /** Result of each operation (the `ok` of a successful reply). */
@@ -258,10 +339,12 @@ export interface OpResults {
   pin: CheckpointInfo
   run_end: RunEndInfo
   gc: GcReport
+  undo: UndoInfo
+  history: PathHistoryEntry[]
 }
 
 /** Every operation, in the order PROTOCOL.md lists them. */
-export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe', 'pin', 'run_end', 'gc'] as const
+export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe', 'pin', 'run_end', 'gc', 'undo', 'history'] as const
 
 /** An operation name. */
 export type Op = typeof OPS[number]
@@ -342,11 +425,11 @@ export function isEvent (x: unknown): x is Event {
  */
 export interface ConnectionInfo {
   /** loopback TCP port, or null when listening only on a unix socket */
-  port: number | null
+  port: Integer | null
   /** absolute path of the unix socket, or null */
   socket: string | null
   /** daemon process id */
-  pid: number
+  pid: Integer
   /** absolute path of the mounted workspace */
   workspace: string
 }

@@ -30,6 +30,9 @@ export const MAX_CANDIDATES = 80
 /** Longest rewind memory run name, in UTF-16 code units. */
 export const MAX_RUN_LENGTH = 200
 
+/** Most paths in one request's `paths` (restore). */
+export const MAX_PATHS = 10000
+
 /** Largest `length` of read, bytes (16 MiB); also the daemon's default when a read gives no length. */
 export const MAX_READ_LENGTH = 16 * 1024 * 1024
 
@@ -43,7 +46,7 @@ const FIELDS: { [O in Op]: readonly string[] } = {
   hello: ['client'],
   status: [],
   mark: ['label', 'context', 'meta'],
-  restore: ['checkpoint'],
+  restore: ['checkpoint', 'paths', 'dryRun'],
   log: ['branch', 'limit'],
   diff: ['a', 'b'],
   stat: ['checkpoint', 'path'],
@@ -59,6 +62,8 @@ const FIELDS: { [O in Op]: readonly string[] } = {
   pin: ['checkpoint', 'pinned'],
   run_end: ['run'],
   gc: ['keepLast', 'abandonedAfterMs', 'runIdleMs', 'dryRun'],
+  undo: ['checkpoint', 'dryRun'],
+  history: ['path', 'all', 'limit', 'meta'],
 }
 
 function bad (id: RequestId | null, field: string, expected: string, got?: unknown): never {
@@ -161,6 +166,24 @@ class Reader {
     return r.path
   }
 
+  /**
+   * A list of workspace paths (each as by `path`, normalised), 1..MAX_PATHS
+   * of them; the workspace root ('' or '/') is refused (a selective restore
+   * of the root is the whole workspace: leave the list out).
+   */
+  paths (f: string): string[] | undefined {
+    const x = this.get(f, false)
+    if (x === undefined) return undefined
+    if (!Array.isArray(x) || x.length === 0 || x.length > MAX_PATHS) bad(this.id, f, `a non-empty array of at most ${MAX_PATHS} workspace paths`, x)
+    return (x as unknown[]).map((p, i) => {
+      if (typeof p !== 'string') bad(this.id, `${f}[${i}]`, 'a workspace path (string)', p)
+      const r = normalizePath(p)
+      if ('reason' in r) bad(this.id, `${f}[${i}]`, r.reason, p)
+      if (r.path === '') bad(this.id, `${f}[${i}]`, 'a path other than the workspace root (leave paths out to restore the whole workspace)', p)
+      return r.path
+    })
+  }
+
   /** An absolute host path: starts with '/', no NUL, no '..' component, at most MAX_PATH_BYTES. */
   absPath (f: string): string {
     const x = this.get(f, true)
@@ -256,7 +279,7 @@ export function validateRequest (msg: unknown): Request {
     case 'hello': return compact({ ...env, op, client: r.str('client', false, 0, MAX_CLIENT_LENGTH) })
     case 'status': return { ...env, op }
     case 'mark': return compact({ ...env, op, label: r.str('label', false, 0, MAX_LABEL_LENGTH), context: r.value('context'), meta: r.value('meta') })
-    case 'restore': return { ...env, op, checkpoint: r.checkpoint('checkpoint', true)! }
+    case 'restore': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, paths: r.paths('paths'), dryRun: r.bool('dryRun', false) })
     case 'log': return compact({ ...env, op, branch: r.str('branch', false, 1, MAX_BRANCH_LENGTH), limit: r.int('limit', false, 1, MAX_LOG_LIMIT) })
     case 'diff': return compact({ ...env, op, a: r.checkpoint('a', true)!, b: r.checkpoint('b', false) })
     case 'stat': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', false), path: r.path('path') })
@@ -286,5 +309,7 @@ export function validateRequest (msg: unknown): Request {
       runIdleMs: r.int('runIdleMs', false, 0, MAX_SAFE, 'a duration in ms (a non-negative safe integer)'),
       dryRun: r.bool('dryRun', false),
     })
+    case 'undo': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, dryRun: r.bool('dryRun', false) })
+    case 'history': return compact({ ...env, op, path: r.path('path'), all: r.bool('all', false), limit: r.int('limit', false, 1, MAX_LOG_LIMIT), meta: r.bool('meta', false) })
   }
 }

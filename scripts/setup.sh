@@ -17,7 +17,7 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$major" -lt 20 ]; then say "Node.js 20 or newer is needed (found $(node --version 2>/dev/null || echo none))"; exit 1; fi
 
-pkgs=(libfuse2 fuse3 libfuse-dev libfuse3-dev pkg-config git sqlite3 python3-websockets python3-msgpack python3-venv python3-setuptools rsync make gcc btrfs-progs)
+pkgs=(libfuse2 fuse3 libfuse-dev libfuse3-dev pkg-config git sqlite3 python3-websockets python3-msgpack python3-venv python3-setuptools python3-wheel rsync make gcc btrfs-progs)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

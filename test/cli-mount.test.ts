@@ -14,6 +14,7 @@ import net from 'node:net'
 import path from 'node:path'
 import { execFile } from 'node:child_process'
 import { CLI, tempRoot, forceUnmount } from './helpers/mount.js'
+import { CONNECTION_FILE } from '../daemon/token.js'
 import { startDaemon } from '../daemon/daemon.js'
 import { parseSize } from '../cli/parse.js'
 
@@ -30,7 +31,7 @@ function workspace (tt: Test): { dir: string, home: string, root: string, cli: (
   tt.teardown(async () => {
     for (const store of storesUnder(home)) {
       try {
-        const pid = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')).pid
+        const pid = JSON.parse(fs.readFileSync(path.join(store, CONNECTION_FILE), 'utf8')).pid
         await new Promise(resolve => execFile(process.execPath, [CLI, 'unmount', '-w', dir], { env: { ...process.env, REWINDFS_HOME: home }, timeout: 60000 }, resolve))
         try { process.kill(pid, 'SIGKILL') } catch {}
       } catch {}
@@ -115,7 +116,7 @@ t.test('a port in use: one clear line, nothing mounted, no daemon left', async t
   tt.notOk(isMounted(w.dir), 'the workspace is not mounted')
   const stores = storesUnder(w.home)
   tt.equal(stores.length, 1, 'the store was opened')
-  tt.notOk(fs.existsSync(path.join(stores[0]!, 'daemon.json')), 'no daemon claims it')
+  tt.notOk(fs.existsSync(path.join(stores[0]!, CONNECTION_FILE)), 'no daemon claims it')
   const again = await w.cli(['mount', w.dir])
   tt.equal(again.code, 0, `a mount on any free port works afterwards: ${again.stderr}`)
   tt.ok(isMounted(w.dir), 'mounted')

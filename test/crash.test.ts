@@ -68,6 +68,7 @@ import { execFile, execFileSync, spawn } from 'node:child_process'
 import { promisify } from 'node:util'
 import { createHash } from 'node:crypto'
 import { mountWorkspace, CLI, type Mounted } from './helpers/mount.js'
+import { CONNECTION_FILE } from '../daemon/token.js'
 import { Prng } from './helpers/prng.js'
 import {
   manifest, projectManifest, diffLines, sameLines, WriterProc, killLeavingDeadMount, isMounted, alive, waitGone
@@ -301,7 +302,7 @@ const PHASES: Record<PhaseName, Phase> = {
       const t0 = performance.now()
       let ready = false
       while (performance.now() - t0 < delay && child.exitCode === null) {
-        try { ready = JSON.parse(fs.readFileSync(path.join(m.store, 'daemon.json'), 'utf8')).pid === child.pid } catch {}
+        try { ready = JSON.parse(fs.readFileSync(path.join(m.store, CONNECTION_FILE), 'utf8')).pid === child.pid } catch {}
         if (ready) break
         await sleep(2)
       }
@@ -563,7 +564,7 @@ class Round {
         out = (await run(process.execPath, [CLI, 'mount', m.dir, '--store', m.store], { env: { ...process.env, REWINDFS_HOME: m.home }, timeout: 60000 })).stdout
       } catch (e: any) { out = `${e.stdout ?? ''}${e.stderr ?? ''}` }
       this.check(/^mounted /m.test(out) && /clearing a stale mount/.test(out), 'rewindfs mount DIR through the CLI clears the dead mount and mounts', { out })
-      this.cliDaemons.push(JSON.parse(fs.readFileSync(path.join(m.store, 'daemon.json'), 'utf8')).pid)
+      this.cliDaemons.push(JSON.parse(fs.readFileSync(path.join(m.store, CONNECTION_FILE), 'utf8')).pid)
       m.client = await RewindClient.connect({ storeDir: m.store, timeoutMs: 60000 })
       totals.deadMounts++
     } else {

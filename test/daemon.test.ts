@@ -11,6 +11,7 @@ import { promisify } from 'node:util'
 import WebSocket from 'ws'
 import { mountWorkspace, tempRoot, CLI } from './helpers/mount.js'
 import { killLeavingDeadMount } from './helpers/crash.js'
+import { CONNECTION_FILE } from '../daemon/token.js'
 
 const run = promisify(execFile)
 const MANIFEST = path.resolve(path.dirname(CLI), '../../scripts/manifest.sh')
@@ -43,7 +44,7 @@ t.test('unknown checkpoint: clear error, nothing changes', async t => {
 
 t.test('protocol: unauthenticated, malformed and unknown-checkpoint requests change nothing', async t => {
   const m = await mountWorkspace(t, populate)
-  const info = JSON.parse(fs.readFileSync(path.join(m.store, 'daemon.json'), 'utf8'))
+  const info = JSON.parse(fs.readFileSync(path.join(m.store, CONNECTION_FILE), 'utf8'))
   const token = fs.readFileSync(path.join(m.store, 'token'), 'utf8').trim()
   t.equal(fs.statSync(path.join(m.store, 'token')).mode & 0o777, 0o600, 'token file is 0600')
   const url = `ws://127.0.0.1:${info.port}/`

@@ -21,6 +21,7 @@ import path from 'node:path'
 import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process'
 import { promisify } from 'node:util'
 import { CLI, forceUnmount } from './helpers/mount.js'
+import { CONNECTION_FILE } from '../daemon/token.js'
 import { safeLog } from '../daemon/log.js'
 
 const run = promisify(execFile)
@@ -105,7 +106,7 @@ if (mounted.status !== 0) {
     return { stdout: r.stdout, stderr: r.stderr, code: r.status ?? 1 }
   }
   const daemonPid = (): number => {
-    const pid = JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')).pid as number
+    const pid = JSON.parse(fs.readFileSync(path.join(store, CONNECTION_FILE), 'utf8')).pid as number
     pids.add(pid)
     return pid
   }

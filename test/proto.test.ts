@@ -47,6 +47,8 @@ t.test('every op validates with its documented arguments', async t => {
     pin: { checkpoint: 2, pinned: false },
     run_end: { run: 'run-1' },
     gc: { keepLast: 0, abandonedAfterMs: 0, runIdleMs: 3600000, dryRun: true },
+    undo: { checkpoint: 4, dryRun: true },
+    history: { path: 'src/a.ts', all: true, limit: 10, meta: true },
   }
   t.same(Object.keys(good).sort(), [...OPS].sort(), 'all ops covered')
   for (const [op, args] of Object.entries(good)) {
@@ -81,6 +83,17 @@ t.test('field types and ranges', async t => {
   rejects(t, { v, id: 1, op: 'pin' }, 'E_BAD_REQUEST', 'checkpoint')
   rejects(t, { v, id: 1, op: 'run_end', run: 'a!b' }, 'E_BAD_REQUEST', 'run')
   rejects(t, { v, id: 1, op: 'restore' }, 'E_BAD_REQUEST', 'checkpoint')
+  t.same(validateRequest({ v, id: 1, op: 'restore', checkpoint: 3, paths: ['/src//a.ts', 'b/./c'], dryRun: true }),
+    { v, id: 1, op: 'restore', checkpoint: 3, paths: ['src/a.ts', 'b/c'], dryRun: true }, 'restore paths are normalised')
+  rejects(t, { v, id: 1, op: 'restore', checkpoint: 3, paths: [] }, 'E_BAD_REQUEST', 'paths')
+  rejects(t, { v, id: 1, op: 'restore', checkpoint: 3, paths: 'a' }, 'E_BAD_REQUEST', 'paths')
+  rejects(t, { v, id: 1, op: 'restore', checkpoint: 3, paths: ['a', '/'] }, 'E_BAD_REQUEST', 'workspace root')
+  rejects(t, { v, id: 1, op: 'restore', checkpoint: 3, paths: ['../x'] }, 'E_BAD_REQUEST', 'paths[0]')
+  rejects(t, { v, id: 1, op: 'restore', checkpoint: 3, dryRun: 1 }, 'E_BAD_REQUEST', 'dryRun')
+  rejects(t, { v, id: 1, op: 'undo' }, 'E_BAD_REQUEST', 'checkpoint')
+  rejects(t, { v, id: 1, op: 'history' }, 'E_BAD_REQUEST', 'path')
+  rejects(t, { v, id: 1, op: 'history', path: 'a', limit: 0 }, 'E_BAD_REQUEST', 'limit')
+  rejects(t, { v, id: 1, op: 'history', path: 'a', all: 'yes' }, 'E_BAD_REQUEST', 'all')
   rejects(t, { v, id: 1, op: 'restore', checkpoint: '3' }, 'E_BAD_REQUEST', 'checkpoint')
   rejects(t, { v, id: 1, op: 'restore', checkpoint: 0 }, 'E_BAD_REQUEST', 'checkpoint')
   rejects(t, { v, id: 1, op: 'restore', checkpoint: 2 ** 53 }, 'E_BAD_REQUEST', 'checkpoint')

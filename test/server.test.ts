@@ -8,7 +8,7 @@ import { get } from 'node:http'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { WebSocket } from 'ws'
-import type { CheckpointInfo, GcPolicy, GcReport, RestoreInfo, RewindApi, StatInfo, StatusInfo } from '../daemon/api.js'
+import type { CheckpointInfo, GcPolicy, GcReport, RestoreInfo, RewindApi, UndoInfo, PathHistoryEntry, StatInfo, StatusInfo } from '../daemon/api.js'
 import { startServer, type RewindServer } from '../daemon/server.js'
 import { writeConnectionFile, writeTokenFile, tokenPath } from '../daemon/token.js'
 import { ApiError } from '../proto/errors.js'
@@ -61,6 +61,17 @@ class FakeApi implements RewindApi {
     this.rec('restore', req)
     this.find(req.id)
     return { checkpoint: req.id, branch: 'b1', changed: 3, ms: 2, saved: null }
+  }
+
+  async undo (req: { id: number; dryRun?: boolean }): Promise<UndoInfo> {
+    this.rec('undo', req)
+    this.find(req.id)
+    return { checkpoint: req.id, from: req.id - 1, segment: [{ path: '/f', change: 'modified' }], conflicts: [], skipped: [], applied: req.dryRun !== true, dryRun: req.dryRun === true, restore: null }
+  }
+
+  async history (req: { path: string; all?: boolean; limit?: number }): Promise<PathHistoryEntry[]> {
+    this.rec('history', req)
+    return [{ checkpoint: 2, parent: 1, branch: 'main', time: 1, label: null, change: 'modified', type: 'file', size: 5, sizeBefore: 3 }]
   }
 
   async pin (req: { id: number; pinned: boolean }): Promise<CheckpointInfo> {
@@ -205,6 +216,12 @@ for (const encoding of ['msgpack', 'json'] as const) {
     t.same(api.calls.at(-1), ['mark', {}], 'absent fields not passed')
     t.same(await c.restore({ id: 1 }), { checkpoint: 1, branch: 'b1', changed: 3, ms: 2, saved: null })
     t.same(api.calls.at(-1), ['restore', { id: 1 }], 'wire checkpoint → api id')
+    await c.restore({ id: 1, paths: ['/src//a.ts'], dryRun: true })
+    t.same(api.calls.at(-1), ['restore', { id: 1, paths: ['src/a.ts'], dryRun: true }], 'restore paths and dryRun reach the api, normalised')
+    t.equal((await c.undo({ id: 2, dryRun: true })).dryRun, true)
+    t.same(api.calls.at(-1), ['undo', { id: 2, dryRun: true }], 'undo: wire checkpoint → api id')
+    t.equal((await c.history({ path: '/src/', all: true })).length, 1)
+    t.same(api.calls.at(-1), ['history', { path: 'src', all: true }], 'history: path normalised')
     t.same((await c.log({ limit: 1 })).map(x => x.id), [2])
     t.same(await c.diff({ a: 1 }), [{ path: 'f', change: 'modified' }])
     const s = await c.stat({ path: '/dir/./f', id: 2 })

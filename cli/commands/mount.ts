@@ -21,9 +21,10 @@ export function registerMount (p: Command): void {
     .option('--store <dir>', 'store directory (default: under $REWINDFS_HOME, /var/lib/rewindfs for root)')
     .option('--foreground', 'run the daemon in this process (logs to stderr) instead of in the background')
     .option('--port <n>', 'loopback TCP port for the protocol, 0..65535 (default 0: any free port)', parsePort)
+    .option('--socket <path>', 'serve the protocol on this unix socket instead of TCP (mode 0600; under sudo owned by the user who ran sudo)', (v: string) => path.resolve(v))
     .option('--reserve <size>', 'space kept free on the store\'s filesystem for checkpoints; new data is refused with ENOSPC below it (e.g. 64MB, 1GB; default $REWINDFS_RESERVE or 64MB)', parseSize)
     .addHelpText('after', '\nExample:\n  rewindfs mount ~/project && cd ~/project && rewindfs checkpoint -m "before refactor"')
-    .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number, reserve?: number }) => {
+    .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number, socket?: string, reserve?: number }) => {
       let abs = path.resolve(dir)
       try {
         if (!fs.statSync(dir).isDirectory()) throw new CliError(`${dir} is not a directory: rewindfs mounts a directory (mkdir a new one, or give the folder that holds your files)`)
@@ -47,7 +48,7 @@ export function registerMount (p: Command): void {
       const cwdBefore = realCwd()
       if (o.foreground) {
         guardStdio()
-        const d = await startDaemon({ dir: abs, store, port: o.port, reserve: o.reserve ?? envReserve(), log: safeLog(2) })
+        const d = await startDaemon({ dir: abs, store, port: o.port, socket: o.socket, reserve: o.reserve ?? envReserve(), log: safeLog(2) })
         console.error(`rewindfs: ${abs} mounted (store ${store}); Ctrl-C unmounts and writes the final state back`)
         armStop(d)
         warnCwdBelow(abs, cwdBefore)
@@ -63,6 +64,7 @@ export function registerMount (p: Command): void {
       // fd 3: the start channel, a pipe on which the daemon also says what it logs until it is ready
       const args = [CLI_MAIN, 'daemon', abs, '--store', store, '--start-fd', '3']
       if (o.port !== undefined) args.push('--port', String(o.port))
+      if (o.socket !== undefined) args.push('--socket', o.socket)
       if (o.reserve !== undefined) args.push('--reserve', String(o.reserve))
       const logStart = fs.fstatSync(out).size
       const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out, 'pipe'] })

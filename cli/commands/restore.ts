@@ -1,18 +1,34 @@
-/** The `restore ID` command: make the workspace exactly checkpoint ID again. */
+/** The `restore ID [-- PATH...]` command: make the workspace (or only some paths) exactly checkpoint ID again. */
 import { parseId } from '../parse.js'
 import { fmtMs } from '../output.js'
-import { withClient, workspaceOption } from '../locate.js'
+import { withClient, workspaceOption, locate } from '../locate.js'
+import { CHANGE_LETTER, toWorkspacePath } from '../workspace-path.js'
+import { CliError } from '../errors.js'
 import type { Command } from 'commander'
 
 /** Adds `restore` to the program `p`. */
 export function registerRestore (p: Command): void {
-  p.command('restore').addOption(workspaceOption()).argument('<id>', 'checkpoint id')
-    .description('Make the workspace exactly checkpoint ID again (unsaved changes are checkpointed first).')
+  p.command('restore').addOption(workspaceOption()).argument('<id>', 'checkpoint id').argument('[paths...]', 'only these files or directories (after --)')
+    .description('Make the workspace exactly checkpoint ID again (unsaved changes are checkpointed first). With paths: only those files or subtrees go back (a path absent at ID is removed), on the current branch, as a new checkpoint.')
+    .option('--dry-run', 'list what would change, change nothing')
     .option('--json', 'print JSON')
-    .addHelpText('after', '\nExample:\n  rewindfs restore 3')
-    .action(async (id: string, o: { workspace?: string, json?: boolean }) => {
-      const r = await withClient(o, async c => await c.restore({ id: parseId(id) }))
-      if (o.json) console.log(JSON.stringify(r))
-      else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${r.saved !== null ? `; the unsaved changes it replaced are checkpoint #${r.saved}` : ''}`)
+    .addHelpText('after', '\nEach changed path is printed as diff prints it (A added, D deleted, M content, m attributes, T type) when paths or --dry-run are given.\n\nExamples:\n  rewindfs restore 3\n  rewindfs restore 3 -- src/index.js tests/   # only these; everything else stays\n  rewindfs restore 3 --dry-run -- src         # what that would change')
+    .action(async (id: string, paths: string[], o: { workspace?: string, json?: boolean, dryRun?: boolean }) => {
+      const cp = parseId(id)
+      let wsPaths: string[] | undefined
+      if (paths.length > 0) {
+        const { workspace } = locate(o)
+        wsPaths = paths.map(x => toWorkspacePath(workspace, x))
+        if (wsPaths.includes('')) throw new CliError('the workspace root cannot be restored selectively: leave the paths out (rewindfs restore ID) to restore everything')
+      }
+      const r = await withClient(o, async c => await c.restore({ id: cp, paths: wsPaths, dryRun: o.dryRun === true ? true : undefined }))
+      if (o.json) { console.log(JSON.stringify(r)); return }
+      for (const e of r.changes ?? []) console.log(`${CHANGE_LETTER[e.change]} ${e.path}`)
+      if (r.dryRun === true) console.log(`dry run: ${r.changed} path${r.changed === 1 ? '' : 's'} would change; nothing was changed`)
+      else if (wsPaths) {
+        console.log(r.result === null || r.result === undefined
+          ? `nothing to restore: ${r.paths!.join(', ')} already as at checkpoint #${r.checkpoint}`
+          : `restored ${r.paths!.join(', ')} from checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}) as checkpoint #${r.result} on branch ${r.branch}${r.saved !== null ? `; the unsaved changes were first saved as checkpoint #${r.saved} (rewindfs restore ${r.saved} undoes this)` : ''}`)
+      } else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${r.saved !== null ? `; the unsaved changes it replaced are checkpoint #${r.saved}` : ''}`)
     })
 }

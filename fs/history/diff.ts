@@ -39,8 +39,6 @@ export async function diffCheckpoints (g: Generations, ws: Workspace, a: Checkpo
 /** diff between two tables; `live`: tb is the live state (its unsealed writes count). Entries sorted by path. */
 export async function diffTables (g: Generations, ws: Workspace, ta: TableNode, tb: TableNode, live: boolean): Promise<DiffEntry[]> {
   await loadDifferences(g, ta, tb, g.nodes, g.records)
-  const va = new TreeView(g, ws, ta)
-  const vb = new TreeView(g, ws, tb)
   // directories with a changed inode below them, in either table
   const below = new Set<Ino>()
   for (const ino of differences(ta, tb)) {
@@ -55,36 +53,73 @@ export async function diffTables (g: Generations, ws: Workspace, ta: TableNode, 
       for (const l of lookup(t, ino)?.links.slice(1) ?? []) below.add(l[0])
     }
   }
-  const out: DiffEntry[] = []
-  const all = async (v: TreeView, r: InodeRecord, p: string, change: 'added' | 'deleted'): Promise<void> => {
-    out.push({ path: p, change })
-    if ((r.mode & S_IFMT) === 0o040000) for (const [n, c] of await v.children(r)) await all(v, c, `${p}/${n}`, change)
+  const w = new DiffWalk(g, ws, ta, tb, false, live, below)
+  await w.walk(await w.va.root(), await w.vb.root(), '')
+  return w.sorted()
+}
+
+/**
+ * diff of the subtrees at `paths` (workspace-relative, normalised, '' not
+ * allowed) between two tables: what a selective restore from ta to tb
+ * changes. Every directory of the subtrees is descended (there is no
+ * changed-inode set to prune by), so the cost is O(entries in the subtrees)
+ * record lookups plus the content comparisons of sameContent; nothing
+ * outside the subtrees is read. `live.a`/`live.b`: that table is the live
+ * state (its unsealed writes count). Entries sorted by path ('/a/b').
+ */
+export async function diffSubtrees (g: Generations, ws: Workspace, ta: TableNode, tb: TableNode, paths: string[], live: { a: boolean, b: boolean }): Promise<DiffEntry[]> {
+  const w = new DiffWalk(g, ws, ta, tb, live.a, live.b, null)
+  for (const p of paths) {
+    const x = await w.va.at(p); const y = await w.vb.at(p)
+    if (x && y) await w.walk(x, y, `/${p}`)
+    else if (x) await w.all(w.va, x, `/${p}`, 'deleted')
+    else if (y) await w.all(w.vb, y, `/${p}`, 'added')
   }
-  const walk = async (x: InodeRecord, y: InodeRecord, p: string): Promise<void> => {
+  return w.sorted()
+}
+
+/** The walk of a diff from view va to view vb; `aLive`/`bLive`: that side is the live state; `below` prunes unchanged directories (null: descend into all). */
+class DiffWalk {
+  readonly va: TreeView
+  readonly vb: TreeView
+  readonly out: DiffEntry[] = []
+  constructor (g: Generations, readonly ws: Workspace, ta: TableNode, tb: TableNode, readonly aLive: boolean, readonly bLive: boolean, readonly below: Set<Ino> | null) {
+    this.va = new TreeView(g, ws, ta)
+    this.vb = new TreeView(g, ws, tb)
+  }
+
+  async all (v: TreeView, r: InodeRecord, p: string, change: 'added' | 'deleted'): Promise<void> {
+    this.out.push({ path: p, change })
+    if ((r.mode & S_IFMT) === 0o040000) for (const [n, c] of await v.children(r)) await this.all(v, c, `${p}/${n}`, change)
+  }
+
+  async walk (x: InodeRecord, y: InodeRecord, p: string): Promise<void> {
+    const { ws, below, out } = this
     const isDir = (x.mode & S_IFMT) === 0o040000
-    if (sameRecord(ws.lower, x, y) && !(isDir && (below.has(x.ino) || below.has(y.ino)))) return
+    if (sameRecord(ws.lower, x, y) && !(isDir && (below === null || below.has(x.ino) || below.has(y.ino)))) return
     if ((x.mode & S_IFMT) !== (y.mode & S_IFMT)) { out.push({ path: p || '/', change: 'type' }); return }
     if (!isDir) {
-      if (!sameContent(ws, x, y, false, live)) out.push({ path: p, change: 'modified' })
+      if (!sameContent(ws, x, y, this.aLive, this.bLive)) out.push({ path: p, change: 'modified' })
       else if (!sameMeta(x, y)) out.push({ path: p, change: 'meta' })
       return
     }
     if (!sameMeta(x, y)) out.push({ path: p || '/', change: 'meta' })
-    const cx = await va.children(x); const cy = await vb.children(y)
+    const cx = await this.va.children(x); const cy = await this.vb.children(y)
     for (const [n, c] of cx) {
       const d = cy.get(n)
-      if (!d) await all(va, c, `${p}/${n}`, 'deleted')
-      else await walk(c, d, `${p}/${n}`)
+      if (!d) await this.all(this.va, c, `${p}/${n}`, 'deleted')
+      else await this.walk(c, d, `${p}/${n}`)
     }
-    for (const [n, d] of cy) if (!cx.has(n)) await all(vb, d, `${p}/${n}`, 'added')
+    for (const [n, d] of cy) if (!cx.has(n)) await this.all(this.vb, d, `${p}/${n}`, 'added')
   }
-  await walk(await va.root(), await vb.root(), '')
-  out.sort((p, q) => p.path < q.path ? -1 : p.path > q.path ? 1 : 0)
-  return out
+
+  sorted (): DiffEntry[] {
+    return this.out.sort((p, q) => p.path < q.path ? -1 : p.path > q.path ? 1 : 0)
+  }
 }
 
 /** Same record: one object, one persisted id, or the same lower entry (see sameLower). */
-function sameRecord (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean {
+export function sameRecord (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean {
   if (x === y) return true
   const ix = recordId(x)
   if (ix !== 0 && ix === recordId(y)) return true
@@ -93,8 +128,8 @@ function sameRecord (lower: LowerLayer, x: InodeRecord, y: InodeRecord): boolean
 }
 
 
-/** Same attributes for diff: atime is left out (reading the lower layer can move it; it is restored all the same). */
-function sameMeta (x: InodeRecord, y: InodeRecord): boolean {
+/** Same attributes for diff (exported for history): atime is left out (reading the lower layer can move it; it is restored all the same). */
+export function sameMeta (x: InodeRecord, y: InodeRecord): boolean {
   return x.mode === y.mode && x.uid === y.uid && x.gid === y.gid && x.mtime === y.mtime &&
     sameXattrs(x.xattrs, y.xattrs)
 }

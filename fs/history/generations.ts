@@ -3,8 +3,10 @@
  * memory, loading sealed inode tables, and the one-at-a-time order of
  * marks, fsyncs and restores. The algorithms live beside it:
  * checkpoint.ts (mark, fsync), restore.ts, journal.ts (the restore
- * journal and its crash recovery), diff.ts, invalidation.ts; records.ts
- * holds the persisted shapes.
+ * journal and its crash recovery), diff.ts, invalidation.ts, selective.ts
+ * (restore of some paths), undo.ts (undo of one segment), path-history.ts
+ * (the checkpoints at which a path changed); records.ts holds the
+ * persisted shapes.
  */
 import type { CheckpointId, Ino } from '../../base/types.js'
 import { type InodeRecord, decodeRecord, encodeRecord } from '../inode.js'
@@ -15,13 +17,16 @@ import {
 import type { Workspace } from '../workspace.js'
 import type { InvalidationPlan } from '../api.js'
 import type { StoreDb, StoreBatch } from '../../store/db.js'
-import type { CheckpointInfo, DiffEntry, RestoreInfo } from '../../proto/messages.js'
+import type { CheckpointInfo, DiffEntry, PathHistoryEntry, RestoreInfo, UndoInfo } from '../../proto/messages.js'
 import { ApiError } from '../../proto/errors.js'
 import { type BranchRecord, type CheckpointRecord, type StoreState, checkpointInfo, freshState } from './records.js'
 import { type MarkRequest, sealCheckpoint, syncLive } from './checkpoint.js'
 import { restoreCheckpoint } from './restore.js'
 import { type RestoreIntent, RESTORE_INTENT, completeInterruptedRestore } from './journal.js'
 import { diffCheckpoints } from './diff.js'
+import { type RestorePath, type RestorePathsOptions, normaliseRestorePaths, restorePaths } from './selective.js'
+import { undoSegment } from './undo.js'
+import { type PathHistoryOptions, pathHistory } from './path-history.js'
 
 export type { BranchRecord, CheckpointRecord, StoreState } from './records.js'
 export type { RestoreIntent } from './journal.js'
@@ -209,6 +214,44 @@ export class Generations implements TableSource {
   restore (ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<RestoreInfo> {
     try { this.checkpoint(id) } catch (e) { return Promise.reject(e) }
     return this.mutex.run(async () => await restoreCheckpoint(this, ws, id, invalidate))
+  }
+
+  /**
+   * Selective restore (selective.ts restorePaths): only `items` go back as
+   * at checkpoint `id`, on the current branch, as a new checkpoint. A dry
+   * run changes nothing and takes no turn in the one-at-a-time order.
+   */
+  restorePaths (ws: Workspace, id: CheckpointId, items: RestorePath[], invalidate: (plan: InvalidationPlan) => Promise<void>, o: RestorePathsOptions = {}): Promise<RestoreInfo> {
+    try { this.checkpoint(id); normaliseRestorePaths(items) } catch (e) { return Promise.reject(e) }
+    if (o.dryRun === true) return restorePaths(this, ws, id, items, invalidate, o)
+    return this.mutex.run(async () => await restorePaths(this, ws, id, items, invalidate, o))
+  }
+
+  /**
+   * What a full restore of `id` would change, changing nothing: diff from
+   * the live state to checkpoint `id` (diff(id) with added and deleted
+   * swapped). Unknown id → E_UNKNOWN_CHECKPOINT.
+   */
+  async restorePreview (ws: Workspace, id: CheckpointId): Promise<RestoreInfo> {
+    const t0 = performance.now()
+    const d = await diffCheckpoints(this, ws, id)
+    const changes = d.map(e => ({ path: e.path, change: e.change === 'added' ? 'deleted' as const : e.change === 'deleted' ? 'added' as const : e.change }))
+    return { checkpoint: id, branch: this.state.branch, changed: changes.length, ms: performance.now() - t0, saved: null, dryRun: true, changes, result: null }
+  }
+
+  /**
+   * Undo of the segment ending at checkpoint `id` (undo.ts): the conflict
+   * check, then a selective restore from its parent (itself one at a time
+   * with marks and restores).
+   */
+  undo (ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>, dryRun: boolean): Promise<UndoInfo> {
+    return undoSegment(this, ws, id, dryRun, async (from, items, dry, label) =>
+      await this.restorePaths(ws, from, items, invalidate, { dryRun: dry, label, meta: { undo: id } }))
+  }
+
+  /** The checkpoints at which `path` changed, newest first (path-history.ts). */
+  history (ws: Workspace, path: string, o: PathHistoryOptions = {}): Promise<PathHistoryEntry[]> {
+    return pathHistory(this, ws, path, o)
   }
 
   /** Differences from checkpoint `a` to `b`, or to the live state when b is absent (diff.ts). */

@@ -12,6 +12,7 @@ import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_proces
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { RewindClient } from '../../client/client.js'
+import { CONNECTION_FILE } from '../../daemon/token.js'
 
 const run = promisify(execFile)
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -29,6 +30,8 @@ export interface Mounted {
   home: string
   /** temporary root holding dir, store and home */
   root: string
+  /** the daemon's runtime directory (REWINDFS_RUNTIME_DIR): where clients discover it from the workspace path */
+  runtime: string
   client: RewindClient
   daemon: ChildProcess
   /** runs the CLI against this workspace */
@@ -52,18 +55,19 @@ function isMounted (dir: string): boolean {
   return fs.readFileSync('/proc/mounts', 'utf8').split('\n').some(l => l.split(' ')[1] === dir)
 }
 
-async function startDaemon (dir: string, store: string, home: string): Promise<ChildProcess> {
+async function startDaemon (dir: string, store: string, home: string, choices: MountChoices, root: string): Promise<ChildProcess> {
+  const runtime = path.join(root, 'run')
   fs.mkdirSync(store, { recursive: true })
   const log = fs.openSync(path.join(home, 'daemon.log'), 'a')
-  const child = spawn(process.execPath, [CLI, 'daemon', dir, '--store', store], {
-    stdio: ['ignore', log, log], env: { ...process.env, REWINDFS_HOME: home }
+  const child = spawn(process.execPath, [CLI, 'daemon', dir, '--store', store, ...(choices.daemonArgs?.(root) ?? [])], {
+    stdio: ['ignore', log, log], env: { ...process.env, REWINDFS_HOME: home, REWINDFS_RUNTIME_DIR: runtime, ...choices.env }
   })
   fs.closeSync(log)
   const deadline = Date.now() + 30000
   let exited = false
   child.once('exit', () => { exited = true })
   while (Date.now() < deadline && !exited) {
-    try { if (JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')).pid === child.pid) return child } catch {}
+    try { if (JSON.parse(fs.readFileSync(path.join(store, CONNECTION_FILE), 'utf8')).pid === child.pid) return child } catch {}
     await new Promise(resolve => setTimeout(resolve, 25))
   }
   child.kill('SIGKILL')
@@ -82,6 +86,10 @@ export async function forceUnmount (dir: string): Promise<void> {
 export interface MountChoices {
   /** the store directory (default `<root>/store`); made by the caller when it needs a filesystem of its own */
   store?: (root: string) => string
+  /** more arguments of `rewindfs daemon` (e.g. --socket PATH), given the temporary root */
+  daemonArgs?: (root: string) => string[]
+  /** more environment of the daemon (e.g. SUDO_UID) */
+  env?: Record<string, string>
 }
 
 /**
@@ -96,12 +104,12 @@ export async function mountWorkspace (t: Teardownable, populate?: (dir: string) 
   fs.mkdirSync(dir); fs.mkdirSync(home)
   if (populate) await populate(dir)
   const m: Mounted = {
-    dir, store, home, root,
+    dir, store, home, root, runtime: path.join(root, 'run'),
     client: null as unknown as RewindClient,
     daemon: null as unknown as ChildProcess,
     cli: async (args) => {
       try {
-        const r = await run(process.execPath, [CLI, args[0], '-w', dir, ...args.slice(1)], { env: { ...process.env, REWINDFS_HOME: home }, cwd: root, timeout: 120000 })
+        const r = await run(process.execPath, [CLI, args[0], '-w', dir, ...args.slice(1)], { env: { ...process.env, REWINDFS_HOME: home, REWINDFS_RUNTIME_DIR: path.join(root, 'run') }, cwd: root, timeout: 120000 })
         return { stdout: r.stdout, stderr: r.stderr, code: 0 }
       } catch (e: any) { return { stdout: e.stdout ?? '', stderr: e.stderr ?? String(e), code: typeof e.code === 'number' ? e.code : 1 } }
     },
@@ -132,7 +140,7 @@ export async function mountWorkspace (t: Teardownable, populate?: (dir: string) 
       while (Date.now() < deadline && isMounted(dir)) await new Promise(resolve => setTimeout(resolve, 25))
     },
     remount: async () => {
-      m.daemon = await startDaemon(dir, store, home)
+      m.daemon = await startDaemon(dir, store, home, choices, root)
       m.client = await RewindClient.connect({ storeDir: store, timeoutMs: 60000 })
     }
   }

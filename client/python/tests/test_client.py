@@ -1,0 +1,157 @@
+"""Tests of the rewindfs Python package against a live daemon.
+
+Run by test/python-client.test.ts, which installs the package into a venv and
+mounts a workspace: REWINDFS_TEST_WORKSPACE is the mounted workspace (it
+holds a file `a.txt`), REWINDFS_RUNTIME_DIR the daemon's runtime directory.
+"""
+import asyncio
+import os
+import unittest
+
+import rewindfs
+from rewindfs import AsyncClient, Client, RewindError, Runner
+
+WS = os.environ.get("REWINDFS_TEST_WORKSPACE", "")
+
+
+def need_daemon(cls):
+    return unittest.skipUnless(WS, "REWINDFS_TEST_WORKSPACE is not set (run through test/python-client.test.ts)")(cls)
+
+
+class Installed(unittest.TestCase):
+    def test_imported_from_the_install(self):
+        want = os.environ.get("REWINDFS_EXPECT_PREFIX")
+        if want:
+            self.assertTrue(os.path.realpath(rewindfs.__file__).startswith(os.path.realpath(want)), rewindfs.__file__)
+
+    def test_tool_definitions(self):
+        names = [t["name"] for t in rewindfs.BACKTRACK_TOOLS]
+        self.assertEqual(names, ["backtrack_candidates", "backtrack_commit"])
+        self.assertEqual(rewindfs.openai_tools()[1]["function"]["parameters"]["required"], ["checkpoint_id", "memory", "reason"])
+        self.assertEqual(rewindfs.anthropic_tools()[0]["input_schema"]["required"], ["reason"])
+
+    def test_commit_args_refuse_current_state(self):
+        with self.assertRaises(rewindfs.ToolArgumentError) as e:
+            rewindfs.tools.parse_commit_args({"checkpoint_id": 1, "reason": "r", "memory": {
+                "tried": "", "why_abandoned": "", "instead": "", "facts": [], "milestones": [], "current_state": "x"}})
+        self.assertEqual(e.exception.field, "memory.current_state")
+
+    def test_discovery_key(self):
+        import hashlib
+        self.assertEqual(rewindfs.discovery_key("/home/a/proj/"), hashlib.sha256(b"/home/a/proj").hexdigest()[:32])
+        self.assertEqual(rewindfs.runtime_dirs({"REWINDFS_RUNTIME_DIR": "/x"}, 5), ["/x"])
+        self.assertEqual(rewindfs.runtime_dirs({}, 5), ["/run/rewindfs", "/tmp/rewindfs-5"])
+
+
+@need_daemon
+class Sync(unittest.TestCase):
+    def test_discovery_from_inside_and_outside(self):
+        info = rewindfs.discover(os.path.join(WS, "no", "such", "dir"))
+        self.assertIsNotNone(info)
+        self.assertEqual(info["workspace"], os.path.realpath(WS))
+        self.assertIsNone(rewindfs.discover(os.path.dirname(os.path.realpath(WS))))
+        with self.assertRaises(RewindError) as e:
+            Client.connect(workspace=os.path.dirname(os.path.realpath(WS)))
+        self.assertEqual(e.exception.code, "E_DISCOVERY")
+
+    def test_values_round_trip_in_both_encodings(self):
+        ctx = {"big": 2 ** 64 - 1, "neg": -2 ** 63, "f": 0.1, "b": b"\x00\xff", "nested": [{"b": b"x"}, None, True], "s": "é"}
+        for enc in ("json", "msgpack"):
+            with Client.connect(workspace=WS, encoding=enc) as c:
+                cp = c.mark(f"values {enc}", context=ctx)
+                self.assertIsInstance(cp["time"], int)
+                for enc2 in ("json", "msgpack"):
+                    with Client.connect(workspace=WS, encoding=enc2) as d:
+                        self.assertEqual(d.context(cp["id"]), ctx, f"stored over {enc}, read over {enc2}")
+
+    def test_restore_and_errors(self):
+        path = os.path.join(WS, "a.txt")
+        with Client.connect(workspace=WS) as c:
+            with open(path, "w") as f:
+                f.write("one\n")
+            cp = c.mark("one")
+            with open(path, "w") as f:
+                f.write("two\n")
+            r = c.restore(cp["id"])
+            self.assertEqual(r["checkpoint"], cp["id"])
+            with open(path) as f:
+                self.assertEqual(f.read(), "one\n")
+            self.assertEqual(c.read("a.txt", checkpoint=cp["id"]), b"one\n")
+            with self.assertRaises(RewindError) as e:
+                c.restore(10 ** 9)
+            self.assertEqual(e.exception.code, "E_UNKNOWN_CHECKPOINT")
+            self.assertEqual(e.exception.details, {"checkpoint": 10 ** 9})
+            with self.assertRaises(RewindError) as e:
+                c.read("../etc/passwd")
+            self.assertEqual((e.exception.code, e.exception.details), ("E_BAD_REQUEST", {"field": "path"}))
+
+    def test_events(self):
+        with Client.connect(workspace=WS, encoding="msgpack") as c:
+            c.subscribe(["checkpoint"])
+            cp = c.mark("evented")
+            ev = c.next_event(timeout=10)
+            self.assertEqual((ev["event"], ev["checkpoint"]["id"]), ("checkpoint", cp["id"]))
+
+
+@need_daemon
+class Async(unittest.TestCase):
+    def test_concurrent_requests(self):
+        async def main():
+            async with await AsyncClient.connect(workspace=WS) as c:
+                a, b, s = await asyncio.gather(c.mark("a"), c.mark("b"), c.status())
+                self.assertNotEqual(a["id"], b["id"])
+                self.assertEqual(s["workspace"], os.path.realpath(WS))
+        asyncio.run(main())
+
+    def test_runner_rewinds_files_and_context(self):
+        path = os.path.join(WS, "runner.txt")
+        seen = []
+
+        def model(messages, tools):
+            seen.append(messages)
+            n = len(seen)
+            if n == 1:
+                return {"content": "", "tool_calls": [{"id": "1", "name": "write", "arguments": {"text": "bad"}}]}
+            if n == 2:
+                first = [m for m in messages if m.get("role") == "assistant"]
+                self.assertTrue(first)
+                return {"content": "", "tool_calls": [{"id": "2", "name": "backtrack_commit", "arguments": {
+                    "checkpoint_id": runner_checkpoints[0], "reason": "bad write",
+                    "memory": {"tried": "writing bad", "why_abandoned": "it is bad", "instead": "write good", "facts": ["f1"], "milestones": []}}}]}
+            return {"content": "done", "tool_calls": []}
+
+        def execute(call):
+            with open(path, "w") as f:
+                f.write(call["arguments"]["text"])
+            return {"ok": True}
+
+        runner_checkpoints = []
+
+        async def main():
+            async with await AsyncClient.connect(workspace=WS, encoding="msgpack") as c:
+                with open(path, "w") as f:
+                    f.write("start")
+                r = Runner(c, model, execute, run="py-runner", tools=[{"name": "write", "description": "write", "parameters": {"type": "object"}}])
+                orig_mark = c.mark
+
+                async def mark(*a, **k):
+                    cp = await orig_mark(*a, **k)
+                    runner_checkpoints.append(cp["id"])
+                    return cp
+                c.mark = mark  # type: ignore[method-assign]
+                return await r.run([{"role": "user", "content": "task"}])
+
+        res = asyncio.run(main())
+        self.assertEqual(res.stopped, "finished")
+        self.assertEqual(len(res.rewinds), 1)
+        with open(path) as f:
+            self.assertEqual(f.read(), "start", "the workspace went back with the context")
+        last = seen[-1]
+        self.assertEqual(last[0], {"role": "user", "content": "task"})
+        self.assertEqual(last[-1]["name"], "rewind_memory")
+        self.assertIn("Tried: writing bad", last[-1]["content"])
+        self.assertFalse(any(m.get("role") == "assistant" for m in last), "the abandoned turn is gone")
+
+
+if __name__ == "__main__":
+    unittest.main()

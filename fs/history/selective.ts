@@ -1,0 +1,312 @@
+/**
+ * Selective restore (issue 16): puts only some paths (files or subtrees)
+ * back as they were at a checkpoint and leaves every other path as it is.
+ *
+ * Unlike a full restore it starts no branch: the result is sealed as a new
+ * checkpoint on the current branch (label "restore N -- PATH..."), after the
+ * unsaved changes were sealed first (label "before restore of paths from N"),
+ * so the selective restore itself is undone by restoring that checkpoint.
+ *
+ * How: the records of the checkpoint's subtree at each path are grafted into
+ * a copy of the live table in place of the live subtree there (the path's
+ * entry in its live parent directory is replaced; a path absent at the
+ * checkpoint is removed). A grafted record keeps its inode number when no
+ * live record outside the replaced subtrees holds that number (the usual
+ * case: the same file, edited since); otherwise it gets a new one (the
+ * file was renamed away since, or has hard links outside). Names a grafted
+ * record had outside the restored subtree at the checkpoint are not
+ * restored (those paths are not asked for). The live workspace swaps to the
+ * new table (Workspace.swapTo, as a full restore does: open handles whose
+ * path now names another inode answer ESTALE) and the kernel drops its
+ * caches of the changed inodes through the same InvalidationPlan
+ * (invalidation.ts).
+ *
+ * Cost: O(records in the restored subtrees, live and at the checkpoint)
+ * lookups (store reads for the checkpoint's records not in memory) plus
+ * O(depth) per path; nothing outside the subtrees is read, and the
+ * checkpoint writes only the records that changed. Crash: before the new
+ * checkpoint is durable the restore never happened (the live state resumes
+ * from the head, which holds the saved changes).
+ */
+import type { CheckpointId, Ino } from '../../base/types.js'
+import { type InodeRecord, type Link, cloneRecord, isDir, nowNs } from '../inode.js'
+import { type TableNode, applyChanges, lookup } from '../itable.js'
+import type { Workspace } from '../workspace.js'
+import type { InvalidationPlan } from '../api.js'
+import { TreeView } from '../tree.js'
+import { FsError } from '../../base/errno.js'
+import type { DiffEntry, RestoreInfo } from '../../proto/messages.js'
+import { ApiError } from '../../proto/errors.js'
+import type { Generations } from './generations.js'
+import { sealCheckpoint } from './checkpoint.js'
+import { invalidationPlan } from './invalidation.js'
+import { diffSubtrees, sameMeta } from './diff.js'
+
+/**
+ * One path to restore: `path` is workspace-relative and normalised (proto
+ * normalizePath; '' the root is refused). `attrsOnly` restores only the
+ * attributes (mode, owner, times, xattrs) of the inode there, not its
+ * content or entries (undo uses it for a directory whose attributes
+ * changed); the type must match, else the path is restored whole.
+ */
+export interface RestorePath { path: string, attrsOnly?: boolean }
+
+/** Options of restorePaths: `dryRun` changes nothing; `label` names the result checkpoint; `meta` is its segment metadata. */
+export interface RestorePathsOptions { dryRun?: boolean, label?: string, meta?: unknown }
+
+/** A checkpoint's subtree, loaded: the record and, for a listed directory, its children by name. */
+interface Loaded { r: InodeRecord, kids: Map<string, Loaded> | null }
+
+/**
+ * The paths as they will be restored: sorted, duplicates dropped, and a
+ * whole-path entry below another whole-path entry dropped (the ancestor
+ * restores it). Throws ApiError E_BAD_REQUEST for the root or an empty list.
+ */
+export function normaliseRestorePaths (items: RestorePath[]): RestorePath[] {
+  if (items.length === 0) throw new ApiError('E_BAD_REQUEST', 'paths: expected at least one path (leave paths out to restore the whole workspace)', { field: 'paths' })
+  for (const it of items) {
+    if (it.path === '' && it.attrsOnly !== true) throw new ApiError('E_BAD_REQUEST', 'paths: the workspace root cannot be restored selectively; leave paths out to restore the whole workspace (rewindfs restore ID)', { field: 'paths' })
+  }
+  const whole = [...new Set(items.filter(i => i.attrsOnly !== true).map(i => i.path))].sort()
+  const keep: string[] = []
+  for (const p of whole) if (!keep.some(k => p.startsWith(k + '/'))) keep.push(p)
+  const attrs = [...new Set(items.filter(i => i.attrsOnly === true).map(i => i.path))].filter(p => !keep.some(k => p === k || p.startsWith(k + '/'))).sort()
+  return [...keep.map(path => ({ path })), ...attrs.map(path => ({ path, attrsOnly: true }))]
+}
+
+/**
+ * Restores `items` as they were at checkpoint `id` (see the module comment).
+ * Call only inside `g.exclusive` (Generations.restorePaths does). Returns
+ * RestoreInfo with `paths`, `changes` (what differs at those paths, from
+ * the state before to checkpoint `id`, as diff lists it), `dryRun`, and
+ * `result`: the new checkpoint, or null for a dry run or when nothing
+ * differed. Unknown id → E_UNKNOWN_CHECKPOINT, root or no path →
+ * E_BAD_REQUEST, a path whose parent directory is missing in the live
+ * workspace while the path exists at `id` → E_NOT_FOUND; then nothing
+ * changed (unsaved changes may have been sealed as a checkpoint).
+ */
+export async function restorePaths (g: Generations, ws: Workspace, id: CheckpointId, items: RestorePath[],
+  invalidate: (plan: InvalidationPlan) => Promise<void>, o: RestorePathsOptions = {}): Promise<RestoreInfo> {
+  const t0 = performance.now()
+  g.checkpoint(id)
+  const list = normaliseRestorePaths(items)
+  const paths = list.map(i => i.path)
+  const target = await g.tableOf(id)
+  const view = new TreeView(g, ws, target)
+  if (o.dryRun === true) {
+    const changes = await previewChanges(g, ws, ws.liveTable(), target, list, true)
+    return { checkpoint: id, branch: g.state.branch, changed: changes.length, ms: performance.now() - t0, saved: null, paths, dryRun: true, changes, result: null }
+  }
+  const label = `before restore of paths from ${id}`
+  let saved: CheckpointId | null = null
+  // the checkpoint's subtrees, loaded (async); the live side is read synchronously below
+  const loaded = new Map<string, Loaded | null>()
+  for (const it of list) loaded.set(it.path, await loadSubtree(view, await view.at(it.path), it.attrsOnly === true))
+  // as restore.ts: seal until a check finds nothing unsaved, so the check and the swap have no await between them
+  while (g.unsaved(ws)) saved = (await sealCheckpoint(g, ws, { label })).id
+  // --- from here synchronous until the swap
+  const before = ws.liveTable()
+  const changes = graft(ws, list, loaded)
+  if (changes.size === 0) {
+    return { checkpoint: id, branch: g.state.branch, changed: 0, ms: performance.now() - t0, saved, paths, dryRun: false, changes: [], result: null }
+  }
+  let inodes = g.liveInodes(ws)
+  for (const [ino, r] of changes) {
+    const was = lookupLoaded(before, ino) !== undefined
+    if (was && r === null) inodes--
+    else if (!was && r !== null) inodes++
+  }
+  const after = applyChanges(before, changes)
+  const plan = invalidationPlan(ws, after, new Set(changes.keys()))
+  ws.swapTo(after)
+  g.inodes = inodes
+  const shown = paths.length > 3 ? `${paths.slice(0, 3).join(' ')} ...` : paths.join(' ')
+  const sealing = sealCheckpoint(g, ws, { label: o.label ?? `restore ${id} -- ${shown}`, meta: o.meta ?? { restore: { from: id, paths } } })
+  const [cp] = await Promise.all([sealing, invalidate(plan)])
+  const diff = await previewChanges(g, ws, before, target, list, false)
+  return { checkpoint: id, branch: g.state.branch, changed: diff.length, ms: performance.now() - t0, saved, paths, dryRun: false, changes: diff, result: cp.id }
+}
+
+/** What restoring `list` from `target` changes over table `from` (live: `from` is the live state). */
+async function previewChanges (g: Generations, ws: Workspace, from: TableNode, target: TableNode, list: RestorePath[], live: boolean): Promise<DiffEntry[]> {
+  const out = await diffSubtrees(g, ws, from, target, list.filter(i => i.attrsOnly !== true).map(i => i.path), { a: live, b: false })
+  const va = new TreeView(g, ws, from); const vb = new TreeView(g, ws, target)
+  for (const it of list) {
+    if (it.attrsOnly !== true) continue
+    const x = await va.at(it.path); const y = await vb.at(it.path)
+    if (x && y && ((x.mode ^ y.mode) & 0o170000) === 0) { if (!sameMeta(x, y)) out.push({ path: `/${it.path}`, change: 'meta' }) } else {
+      out.push(...await diffSubtrees(g, ws, from, target, [it.path], { a: live, b: false }))
+    }
+  }
+  return out.sort((p, q) => p.path < q.path ? -1 : p.path > q.path ? 1 : 0)
+}
+
+/** Loads the checkpoint's subtree below `r` (the record alone when `self`, or not a listed directory). */
+async function loadSubtree (view: TreeView, r: InodeRecord | null, self: boolean): Promise<Loaded | null> {
+  if (!r) return null
+  if (self || !isDir(r) || !r.entries) return { r, kids: null }
+  const kids = new Map<string, Loaded>()
+  for (const [name, c] of await view.children(r)) kids.set(name, (await loadSubtree(view, c, false))!)
+  return { r, kids }
+}
+
+/** lookup that treats a record not loaded in the table as absent (the live table is loaded wherever it differs). */
+function lookupLoaded (t: TableNode, ino: Ino): InodeRecord | undefined {
+  try { return lookup(t, ino) } catch { return undefined }
+}
+
+/**
+ * The record changes (ino → record, null: removed) that put the loaded
+ * subtrees in place of the live ones. Synchronous; reads the live state
+ * only (listing lower directories on the way, as any lookup does).
+ */
+function graft (ws: Workspace, list: RestorePath[], loaded: Map<string, Loaded | null>): Map<Ino, InodeRecord | null> {
+  const changes = new Map<Ino, InodeRecord | null>()
+  const cur = (ino: Ino): InodeRecord | undefined => changes.has(ino) ? (changes.get(ino) ?? undefined) : ws.get(ino)
+  const mut = (ino: Ino): InodeRecord => {
+    const c = changes.get(ino)
+    if (c) return c
+    const m = cloneRecord(cur(ino)!)
+    changes.set(ino, m)
+    return m
+  }
+  const now = nowNs()
+  for (const it of list) {
+    const ck = loaded.get(it.path) ?? null
+    if (it.attrsOnly === true && ck) {
+      let l: InodeRecord | undefined
+      try { l = ws.get(ws.resolve('/' + it.path)) } catch (e) { if (!(e instanceof FsError)) throw e }
+      if (l) l = cur(l.ino)
+      if (l && ((l.mode ^ ck.r.mode) & 0o170000) === 0) {
+        if (!sameAttrs(l, ck.r)) {
+          const m = mut(l.ino)
+          m.mode = ck.r.mode; m.uid = ck.r.uid; m.gid = ck.r.gid; m.atime = ck.r.atime; m.mtime = ck.r.mtime; m.ctime = now
+          if (ck.r.xattrs) m.xattrs = { ...ck.r.xattrs }
+          else delete m.xattrs
+        }
+        continue
+      }
+      // a type change, or a path gone: restored whole below
+    }
+    if (it.path === '') continue // attributes of the root, which is gone on neither side
+    const slash = it.path.lastIndexOf('/')
+    const parentPath = slash < 0 ? '' : it.path.slice(0, slash)
+    const name = it.path.slice(slash + 1)
+    let parentIno: Ino
+    try {
+      parentIno = ws.resolve('/' + parentPath)
+      ws.entriesOf(ws.get(parentIno)!)
+    } catch (e) {
+      if (!(e instanceof FsError)) throw e
+      if (ck === null) continue // absent at the checkpoint, and its parent is gone: nothing to remove
+      throw new ApiError('E_NOT_FOUND', `${it.path}: its parent directory /${parentPath} is missing in the workspace (or not a directory); restore /${parentPath} (or an ancestor that exists) instead`, { path: it.path })
+    }
+    const parent = cur(parentIno)!
+    if (!isDir(parent)) throw new ApiError('E_NOT_FOUND', `${it.path}: /${parentPath} is not a directory in the workspace; restore /${parentPath} instead`, { path: it.path })
+    const liveIno = parent.entries!.get(name)
+    // the live subtree at the path: every inode in it, and the directories (whose entries are replaced)
+    const liveSet = new Set<Ino>()
+    const liveDirs = new Set<Ino>()
+    const collect = (ino: Ino): void => {
+      if (liveSet.has(ino)) return
+      const r = cur(ino)
+      if (!r) return
+      liveSet.add(ino)
+      if (isDir(r)) { liveDirs.add(ino); if (r.entries) for (const c of r.entries.values()) collect(c) }
+    }
+    if (liveIno !== undefined) collect(liveIno)
+    // what stays of each live inode: its names outside the subtree (hard links)
+    const outside = new Map<Ino, Link[]>()
+    for (const ino of liveSet) {
+      const r = cur(ino)!
+      outside.set(ino, r.links.filter(l => !liveDirs.has(l[0]) && !(l[0] === parentIno && l[1] === name)))
+    }
+    // inode numbers for the grafted records
+    const map = new Map<Ino, Ino>()
+    const ckDirs = new Set<Ino>()
+    const number = (n: Loaded): void => {
+      const ino = n.r.ino
+      if (!map.has(ino)) {
+        // ino 0: a record synthesised from a directory never listed at the checkpoint
+        const taken = ino === 0 || (cur(ino) !== undefined && !(liveSet.has(ino) && outside.get(ino)!.length === 0))
+        map.set(ino, taken ? ws.allocIno() : ino)
+      }
+      if (n.kids) { ckDirs.add(ino); for (const k of n.kids.values()) number(k) }
+    }
+    if (ck) number(ck)
+    const mapped = new Set(map.values())
+    // removals and what is left of inodes with names outside
+    for (const ino of liveSet) {
+      const keep = outside.get(ino)!
+      if (keep.length === 0) {
+        if (!mapped.has(ino)) changes.set(ino, null)
+        continue
+      }
+      const m = mut(ino)
+      m.links = keep.map(l => [l[0], l[1]] as Link)
+      m.ctime = now
+    }
+    // the grafted records
+    const place = (n: Loaded, top: boolean): void => {
+      const ino = map.get(n.r.ino)!
+      if (changes.has(ino) && changes.get(ino) !== null && ino !== n.r.ino) return // a hard link seen already
+      const links: Link[] = n.r.links.filter(l => ckDirs.has(l[0])).map(l => [map.get(l[0])!, l[1]] as Link)
+      if (top) links.unshift([parentIno, name])
+      const live = cur(ino)
+      const unchanged = ino === n.r.ino && live !== undefined && changes.get(ino) === undefined && sameState(live, n.r, links, map)
+      if (!unchanged) {
+        const r = cloneRecord(n.r)
+        r.ino = ino
+        r.links = links
+        if (ino !== n.r.ino) delete r.lowerKey
+        if (r.entries) r.entries = new Map([...r.entries].map(([k, v]) => [k, map.get(v) ?? v]))
+        changes.set(ino, r)
+      } else if (changes.get(ino) === null) changes.delete(ino)
+      if (n.kids) for (const k of n.kids.values()) place(k, false)
+    }
+    if (ck) place(ck, true)
+    // the entry in the parent
+    const newIno = ck ? map.get(ck.r.ino) : undefined
+    if (newIno !== liveIno) {
+      const p = mut(parentIno)
+      if (liveIno !== undefined) {
+        p.entries!.delete(name)
+        if (liveDirs.has(liveIno)) p.subdirs = Math.max(0, (p.subdirs ?? 1) - 1)
+      }
+      if (newIno !== undefined) {
+        p.entries!.set(name, newIno)
+        if (isDir(ck!.r)) p.subdirs = (p.subdirs ?? 0) + 1
+      }
+      p.mtime = p.ctime = now
+    }
+  }
+  return changes
+}
+
+/**
+ * True when live record `x` already is checkpoint record `y` grafted with
+ * `links` and its entries renumbered by `map`: same attributes, content
+ * (block list, lower reference, target) and entries. Then it is left alone.
+ */
+function sameState (x: InodeRecord, y: InodeRecord, links: Link[], map: Map<Ino, Ino>): boolean {
+  if (!sameAttrs(x, y) || x.size !== y.size || x.rdev !== y.rdev || x.target !== y.target || x.atime !== y.atime || x.ctime !== y.ctime) return false
+  if (!sameLinks(x.links, links)) return false
+  if ((x.blocks === undefined) !== (y.blocks === undefined) || (x.blocks && !x.blocks.equals(y.blocks!))) return false
+  if (x.lower?.s !== y.lower?.s || x.lower?.p !== y.lower?.p) return false
+  if ((x.entries === undefined) !== (y.entries === undefined)) return false
+  if (x.entries && y.entries) {
+    if (x.entries.size !== y.entries.size) return false
+    for (const [k, v] of y.entries) if (x.entries.get(k) !== (map.get(v) ?? v)) return false
+  }
+  return true
+}
+
+function sameLinks (a: Link[], b: Link[]): boolean {
+  return a.length === b.length && a.every((l, i) => l[0] === b[i][0] && l[1] === b[i][1])
+}
+
+function sameAttrs (x: InodeRecord, y: InodeRecord): boolean {
+  if (x.mode !== y.mode || x.uid !== y.uid || x.gid !== y.gid || x.mtime !== y.mtime) return false
+  const ka = Object.keys(x.xattrs ?? {}); const kb = Object.keys(y.xattrs ?? {})
+  return ka.length === kb.length && ka.every(k => y.xattrs![k] !== undefined && Buffer.compare(x.xattrs![k], y.xattrs![k]) === 0)
+}
