@@ -29,6 +29,9 @@ import { registerVerify } from './commands/verify.js'
 import { registerUndo } from './commands/undo.js'
 import { registerBisect } from './commands/bisect.js'
 import { registerBlame } from './commands/blame.js'
+import { registerMcp } from './commands/mcp.js'
+import { registerHooks } from './commands/hooks.js'
+import { registerRewind } from './commands/rewind.js'
 
 /** The whole program, every command added; parseAsync(argv) runs one. */
 export function program (): Command {
@@ -53,6 +56,9 @@ export function program (): Command {
   registerUndo(p)
   registerBisect(p)
   registerBlame(p)
+  registerMcp(p)
+  registerHooks(p)
+  registerRewind(p)
   return p
 }
 

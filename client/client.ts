@@ -413,7 +413,7 @@ function withCheckpoint<T extends { id?: CheckpointId }> (args: T): Omit<T, 'id'
 }
 
 /** Read a token file, refusing one that group or others can access. */
-async function readClientToken (file: string): Promise<string> {
+export async function readClientToken (file: string): Promise<string> {
   let st
   try {
     st = await fs.stat(file)

@@ -22,7 +22,9 @@ import { ROOT_INO } from '../fs/inode.js'
 import { applyChanges, emptyTable, loadAll, allRecords } from '../fs/itable.js'
 import { Service } from './service.js'
 import { startServer, type RewindServer } from './server.js'
-import { loadOrCreateToken, writeConnectionFile, removeConnectionFile } from './token.js'
+import { startHookSocket, hookHandlers, type HookSocket } from './hook-socket.js'
+import { HOOK_SOCKET } from '../proto/hook.js'
+import { loadOrCreateToken, tokenPath, writeConnectionFile, removeConnectionFile } from './token.js'
 import { accessUser, clearStaleSocket, grantSocket, publishConnection, unpublishConnection, type Published } from './discovery.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { FuseMount } from '../fuse/adapter.js'
@@ -173,6 +175,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const fuse = new FuseMount({ mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live) })
 
   let server: RewindServer | null = null
+  let hooks: HookSocket | null = null
   let phase: 'MOUNTED' | 'UNMOUNTING' | 'CLOSED' = 'MOUNTED'
   let resolveClosed!: () => void
   const closed = new Promise<void>(resolve => { resolveClosed = resolve })
@@ -291,6 +294,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
       ws.close()
       try { fs.closeSync(dirFd) } catch {}
       await server?.close().catch(() => {})
+      await hooks?.close().catch(() => {})
       await removeConnectionFile(o.store).catch(() => {})
       if (published !== null) await unpublishConnection(published).catch(() => {})
       blocks.close()
@@ -323,6 +327,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     if (mounted) await fuse.unmount().catch(async () => await run('fusermount', ['-uz', o.dir]).catch(() => {}))
     if (published !== null) await unpublishConnection(published).catch(() => {})
     await server?.close().catch(() => {})
+    await hooks?.close().catch(() => {})
     ws.close()
     try { fs.closeSync(dirFd) } catch {}
     blocks.close()
@@ -335,8 +340,17 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   try {
     token = await loadOrCreateToken(o.store)
     if (o.socket !== undefined) await clearStaleSocket(o.socket)
-    server = await startServer({ api: untilReady(service, () => ready), token, port, ...(o.socket !== undefined ? { socketPath: o.socket } : {}) })
+    const api = untilReady(service, () => ready)
+    server = await startServer({ api, token, port, ...(o.socket !== undefined ? { socketPath: o.socket } : {}) })
     if (o.socket !== undefined) await grantSocket(o.socket, access)
+    // the harness hooks' socket (proto/PROTOCOL.md §7); without it the websocket still serves
+    try {
+      hooks = await startHookSocket(path.join(o.store, HOOK_SOCKET), token, hookHandlers(async (label, meta) => {
+        const cp = await api.mark({ label, meta })
+        server?.broadcast({ event: 'checkpoint', checkpoint: cp })
+        return cp
+      }, () => gens.checkpoints.values()), tokenPath(o.store))
+    } catch (e: any) { log(`rewindfs: warning: no hook socket, so the harness hooks cannot mark checkpoints: ${e.message}`) }
   } catch (e) {
     await abandon(false)
     throw listenError(e, port, o.socket)

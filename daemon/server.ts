@@ -87,7 +87,7 @@ export function isRootPath (url: string | undefined): boolean {
 }
 
 /** Constant-time token comparison (hashing first makes lengths equal). */
-function tokenMatches (given: string, expected: string): boolean {
+export function tokenMatches (given: string, expected: string): boolean {
   const a = createHash('sha256').update(given).digest()
   const b = createHash('sha256').update(expected).digest()
   return timingSafeEqual(a, b) && given.length === expected.length

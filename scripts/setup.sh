@@ -8,7 +8,8 @@
 #     btrfs-progs + rsync (peers of the benchmarks in bench/)
 #   - npm dependencies (npm install when node_modules is missing or older
 #     than package.json)
-#   - the TypeScript build (dist/, tsc -b over the folders' projects) and the native binding (fuse/native/build)
+#   - the TypeScript build (dist/, tsc -b over the folders' projects), the
+#     harness hook client (dist/hooks/rewindfs-hook, gcc) and the native binding (fuse/native/build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +44,11 @@ fi
 say "building"
 # one project per folder (tsc -b): a wrong-way import or a cycle fails the build (README "Layout")
 node_modules/.bin/tsc -b
+# the harness hook client: C, because it runs before every tool call (Node's start-up alone is ~60 ms)
+if [ ! -x dist/hooks/rewindfs-hook ] || [ hooks/rewindfs-hook.c -nt dist/hooks/rewindfs-hook ]; then
+  mkdir -p dist/hooks
+  gcc -O2 -Wall -Wextra -o dist/hooks/rewindfs-hook hooks/rewindfs-hook.c
+fi
 # node-gyp is chatty: keep its output, show it only when the build fails
 native_log=$(mktemp)
 if ! node scripts/build-native.mjs >"$native_log" 2>&1; then cat "$native_log" >&2; rm -f "$native_log"; say "building the FUSE binding failed (output above)"; exit 1; fi

@@ -1,0 +1,372 @@
+/*
+ * rewindfs-hook: the PreToolUse hook client for Claude Code and Codex.
+ *
+ *   rewindfs-hook HARNESS [--home DIR] [--fallback NODE SCRIPT]
+ *
+ * Reads the hook payload (JSON) on stdin, finds the rewindfs workspace that
+ * contains the payload's `cwd` (the registry files <home>/mounts/NAME.json written by
+ * `rewindfs mount`, see daemon/paths.ts), and asks its daemon, over the hook
+ * socket <store>/hook.sock (proto/PROTOCOL.md section 7), to mark a
+ * checkpoint before the tool call:
+ *
+ *   -> "mark TOKEN HARNESS PAYLOAD\n"      (PAYLOAD: the JSON, newlines made spaces)
+ *   <- "ok ID\n" | "error CODE MESSAGE\n"
+ *
+ * Exit status (the harnesses' hook convention): 0 lets the tool call run;
+ * 2 blocks it, the reason on stderr goes back to the model. A cwd in no
+ * workspace: exit 0, silent. Daemon down (or the mark failed): a tool call
+ * without a shell command runs, with a note on stderr; a shell command is
+ * checked against the store's external-command list by SCRIPT (a Node
+ * program, started only then) which exits 2 for a match (fail closed).
+ *
+ * Not a Node program because Node's start-up alone takes ~60 ms and this
+ * runs before every tool call; this takes about a millisecond.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define MAX_PAYLOAD (64u << 20)
+#define MAX_SMALL (1u << 20)
+
+static void die_usage(void) {
+  fprintf(stderr, "usage: rewindfs-hook HARNESS [--home DIR] [--fallback NODE SCRIPT]\n");
+  exit(0); /* a broken hook command must not block every tool call */
+}
+
+/* Reads all of fd (at most max bytes) into a NUL-terminated buffer. */
+static char *read_all(int fd, size_t *len, size_t max) {
+  size_t cap = 65536, n = 0;
+  char *b = malloc(cap + 1);
+  if (!b) return NULL;
+  for (;;) {
+    if (n == cap) {
+      if (cap >= max) break;
+      cap *= 2;
+      char *nb = realloc(b, cap + 1);
+      if (!nb) { free(b); return NULL; }
+      b = nb;
+    }
+    ssize_t r = read(fd, b + n, cap - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += (size_t)r;
+  }
+  b[n] = 0;
+  *len = n;
+  return b;
+}
+
+static char *read_file(const char *path, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  char *b = read_all(fd, len, MAX_SMALL);
+  close(fd);
+  return b;
+}
+
+/* ---- a small JSON reader: enough to find string members of an object ---- */
+
+static const char *ws(const char *p, const char *e) {
+  while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  return p;
+}
+
+static void put_utf8(char **o, unsigned cp) {
+  char *q = *o;
+  if (cp < 0x80) *q++ = (char)cp;
+  else if (cp < 0x800) { *q++ = (char)(0xC0 | (cp >> 6)); *q++ = (char)(0x80 | (cp & 0x3F)); }
+  else if (cp < 0x10000) { *q++ = (char)(0xE0 | (cp >> 12)); *q++ = (char)(0x80 | ((cp >> 6) & 0x3F)); *q++ = (char)(0x80 | (cp & 0x3F)); }
+  else { *q++ = (char)(0xF0 | (cp >> 18)); *q++ = (char)(0x80 | ((cp >> 12) & 0x3F)); *q++ = (char)(0x80 | ((cp >> 6) & 0x3F)); *q++ = (char)(0x80 | (cp & 0x3F)); }
+  *o = q;
+}
+
+static int hex4(const char *p, const char *e, unsigned *v) {
+  if (e - p < 4) return 0;
+  *v = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = p[i];
+    *v <<= 4;
+    if (c >= '0' && c <= '9') *v |= (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f') *v |= (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') *v |= (unsigned)(c - 'A' + 10);
+    else return 0;
+  }
+  return 1;
+}
+
+/* p at '"': returns the position after the closing quote (NULL if malformed); the decoded string in *out when out != NULL. */
+static const char *str(const char *p, const char *e, char **out) {
+  if (p >= e || *p != '"') return NULL;
+  p++;
+  const char *s = p;
+  while (p < e && *p != '"') { if (*p == '\\') p++; p++; }
+  if (p >= e) return NULL;
+  if (out) {
+    char *o = malloc((size_t)(p - s) * 2 + 1), *q = o;
+    if (!o) return NULL;
+    for (const char *r = s; r < p; r++) {
+      if (*r != '\\') { *q++ = *r; continue; }
+      r++;
+      switch (*r) {
+        case 'n': *q++ = '\n'; break;
+        case 't': *q++ = '\t'; break;
+        case 'r': *q++ = '\r'; break;
+        case 'b': *q++ = '\b'; break;
+        case 'f': *q++ = '\f'; break;
+        case 'u': {
+          unsigned cp, lo;
+          if (!hex4(r + 1, p, &cp)) { *q++ = '?'; break; }
+          r += 4;
+          if (cp >= 0xD800 && cp < 0xDC00 && r + 6 < p && r[1] == '\\' && r[2] == 'u' && hex4(r + 3, p, &lo) && lo >= 0xDC00 && lo < 0xE000) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            r += 6;
+          }
+          put_utf8(&q, cp);
+          break;
+        }
+        default: *q++ = *r; /* \" \\ \/ */
+      }
+    }
+    *q = 0;
+    *out = o;
+  }
+  return p + 1;
+}
+
+/* Skips one value; returns the position after it, NULL if malformed. */
+static const char *skip(const char *p, const char *e) {
+  p = ws(p, e);
+  if (p >= e) return NULL;
+  if (*p == '"') return str(p, e, NULL);
+  if (*p == '{' || *p == '[') {
+    int depth = 0;
+    while (p < e) {
+      if (*p == '"') { p = str(p, e, NULL); if (!p) return NULL; continue; }
+      if (*p == '{' || *p == '[') depth++;
+      else if (*p == '}' || *p == ']') { if (--depth == 0) return p + 1; }
+      p++;
+    }
+    return NULL;
+  }
+  while (p < e && !strchr(",}] \t\r\n", *p)) p++;
+  return p;
+}
+
+/* The member `key` of the object at p..e: its value's start and end, or 0. */
+static int member(const char *p, const char *e, const char *key, const char **vs, const char **ve) {
+  p = ws(p, e);
+  if (p >= e || *p != '{') return 0;
+  p++;
+  for (;;) {
+    p = ws(p, e);
+    if (p >= e || *p != '"') return 0;
+    char *k = NULL;
+    p = str(p, e, &k);
+    if (!p) return 0;
+    p = ws(p, e);
+    if (p >= e || *p != ':') { free(k); return 0; }
+    p = ws(p + 1, e);
+    const char *end = skip(p, e);
+    if (!end) { free(k); return 0; }
+    int hit = strcmp(k, key) == 0;
+    free(k);
+    if (hit) { *vs = p; *ve = end; return 1; }
+    p = ws(end, e);
+    if (p < e && *p == ',') { p++; continue; }
+    return 0;
+  }
+}
+
+/* The string member `key` of the object at p..e, decoded (malloc'ed), or NULL. */
+static char *member_str(const char *p, const char *e, const char *key) {
+  const char *vs, *ve;
+  char *out = NULL;
+  if (!member(p, e, key, &vs, &ve) || *vs != '"') return NULL;
+  return str(vs, ve, &out) ? out : NULL;
+}
+
+/* ---- the workspace of cwd ---- */
+
+static char *home_dir(const char *given) {
+  char *b;
+  if (given) return strdup(given);
+  const char *h = getenv("REWINDFS_HOME");
+  if (h && *h) return strdup(h);
+  if (geteuid() == 0) return strdup("/var/lib/rewindfs");
+  const char *x = getenv("XDG_STATE_HOME");
+  if (x && *x) { if (asprintf(&b, "%s/rewindfs", x) < 0) return NULL; return b; }
+  const char *u = getenv("HOME");
+  if (asprintf(&b, "%s/.local/state/rewindfs", u ? u : "/") < 0) return NULL;
+  return b;
+}
+
+/* The registered workspace containing cwd (the longest), and its store; 0 when none. Textual, like daemon/paths.ts findWorkspace: nothing under the mount is stat'ed. */
+static int find_workspace(const char *home, const char *cwd, char **wsp, char **store) {
+  char *dir;
+  if (asprintf(&dir, "%s/mounts", home) < 0) return 0;
+  DIR *d = opendir(dir);
+  size_t best = 0;
+  *wsp = *store = NULL;
+  if (d) {
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      size_t nl = strlen(de->d_name);
+      if (nl < 6 || strcmp(de->d_name + nl - 5, ".json") != 0) continue;
+      char *f;
+      size_t len;
+      if (asprintf(&f, "%s/%s", dir, de->d_name) < 0) continue;
+      char *text = read_file(f, &len);
+      free(f);
+      if (!text) continue;
+      char *w = member_str(text, text + len, "workspace"), *s = member_str(text, text + len, "store");
+      free(text);
+      size_t wl = w ? strlen(w) : 0;
+      int inside = w && s && strncmp(cwd, w, wl) == 0 && (cwd[wl] == 0 || cwd[wl] == '/' || (wl == 1 && w[0] == '/'));
+      if (inside && wl > best) { free(*wsp); free(*store); *wsp = w; *store = s; best = wl; }
+      else { free(w); free(s); }
+    }
+    closedir(d);
+  }
+  free(dir);
+  return best > 0;
+}
+
+/* ---- the daemon ---- */
+
+/* Sends the mark request; returns the reply line (malloc'ed) or NULL with *why set. */
+static char *ask_mark(const char *store, const char *harness, char *payload, size_t plen, const char **why) {
+  char *tf;
+  size_t tl;
+  if (asprintf(&tf, "%s/token", store) < 0) { *why = "out of memory"; return NULL; }
+  char *token = read_file(tf, &tl);
+  free(tf);
+  if (!token) { *why = errno == EACCES ? "this user may not read the store's token" : "the store has no token"; return NULL; }
+  while (tl > 0 && (token[tl - 1] == '\n' || token[tl - 1] == '\r')) token[--tl] = 0;
+
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  if ((size_t)snprintf(a.sun_path, sizeof a.sun_path, "%s/hook.sock", store) >= sizeof a.sun_path) { free(token); *why = "the store's path is too long for a unix socket"; return NULL; }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    *why = errno == EACCES ? "this user may not use the daemon's hook socket" : "the daemon is not running";
+    if (fd >= 0) close(fd);
+    free(token);
+    return NULL;
+  }
+  struct timeval tv = { 30, 0 };
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  for (size_t i = 0; i < plen; i++) if (payload[i] == '\n' || payload[i] == '\r') payload[i] = ' ';
+  char *head;
+  int hl = asprintf(&head, "mark %s %s ", token, harness);
+  free(token);
+  if (hl < 0) { close(fd); *why = "out of memory"; return NULL; }
+  const char *parts[3] = { head, payload, "\n" };
+  size_t lens[3] = { (size_t)hl, plen, 1 };
+  for (int k = 0; k < 3; k++) {
+    size_t off = 0;
+    while (off < lens[k]) {
+      ssize_t w = send(fd, parts[k] + off, lens[k] - off, MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) { free(head); close(fd); *why = "the daemon closed the hook socket"; return NULL; }
+      off += (size_t)w;
+    }
+  }
+  free(head);
+  shutdown(fd, SHUT_WR);
+  size_t rl;
+  char *reply = read_all(fd, &rl, MAX_SMALL);
+  close(fd);
+  if (!reply || rl == 0) { free(reply); *why = "the daemon did not answer in 30 s"; return NULL; }
+  char *nl = strchr(reply, '\n');
+  if (nl) *nl = 0;
+  return reply;
+}
+
+/* Runs NODE SCRIPT --store STORE --workspace WS --why WHY with the payload on stdin; its exit status, or -1. */
+static int run_fallback(const char *node, const char *script, const char *store, const char *wsp, const char *why, const char *payload, size_t plen) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    dup2(p[0], 0);
+    execl(node, node, script, "--store", store, "--workspace", wsp, "--why", why, (char *)NULL);
+    _exit(127);
+  }
+  close(p[0]);
+  size_t off = 0;
+  signal(SIGPIPE, SIG_IGN);
+  while (off < plen) {
+    ssize_t w = write(p[1], payload + off, plen - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  close(p[1]);
+  int st;
+  while (waitpid(pid, &st, 0) < 0) if (errno != EINTR) return -1;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) == 127) return -1;
+  return WEXITSTATUS(st);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) die_usage();
+  const char *harness = argv[1], *home_arg = NULL, *node = NULL, *script = NULL;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--home") == 0 && i + 1 < argc) home_arg = argv[++i];
+    else if (strcmp(argv[i], "--fallback") == 0 && i + 2 < argc) { node = argv[++i]; script = argv[++i]; }
+    else die_usage();
+  }
+  size_t plen;
+  char *payload = read_all(0, &plen, MAX_PAYLOAD);
+  if (!payload) return 0;
+  const char *pe = payload + plen;
+  char *cwd = member_str(payload, pe, "cwd");
+  if (!cwd) { cwd = getcwd(NULL, 0); if (!cwd) return 0; }
+  /* is there a shell command? (read before the payload's newlines are changed) */
+  const char *ts, *te, *cs, *ce;
+  int has_command = member(payload, pe, "tool_input", &ts, &te) && member(ts, te, "command", &cs, &ce);
+
+  char *home = home_dir(home_arg), *wsp, *store;
+  if (!home || !find_workspace(home, cwd, &wsp, &store)) return 0; /* not a rewindfs workspace */
+
+  const char *why = NULL;
+  char *copy = malloc(plen + 1);
+  if (!copy) return 0;
+  memcpy(copy, payload, plen + 1);
+  char *reply = ask_mark(store, harness, copy, plen, &why);
+  free(copy);
+  if (reply && strncmp(reply, "ok ", 3) == 0) return 0;
+  char *err = NULL;
+  if (reply) {
+    if (asprintf(&err, "the daemon could not mark a checkpoint (%s)", strncmp(reply, "error ", 6) == 0 ? reply + 6 : reply) < 0) err = NULL;
+    why = err ? err : "the daemon could not mark a checkpoint";
+  }
+  if (!has_command) {
+    fprintf(stderr, "rewindfs: %s: %s, so this tool call runs without a checkpoint (run: rewindfs mount %s)\n", wsp, why, wsp);
+    return 0;
+  }
+  if (!node) {
+    fprintf(stderr, "rewindfs: %s: %s, and this hook has no way to check the command against the external-command list: refusing it (run: rewindfs mount %s, or reinstall the hook with rewindfs hooks install)\n", wsp, why, wsp);
+    return 2;
+  }
+  int rc = run_fallback(node, script, store, wsp, why, payload, plen);
+  if (rc < 0) {
+    fprintf(stderr, "rewindfs: %s: %s, and the external-command check (%s %s) could not run: refusing the command (run: rewindfs mount %s)\n", wsp, why, node, script, wsp);
+    return 2;
+  }
+  return rc == 0 ? 0 : 2;
+}
