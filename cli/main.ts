@@ -64,6 +64,11 @@ export function program (): Command {
 
 /** Runs the CLI; errors become one line on stderr and exit status 1. */
 export async function main (argv: string[]): Promise<void> {
+  // a current directory whose mount ended (ENOTCONN) or that was removed: work from / instead of crashing in uv_cwd
+  try { process.cwd() } catch (e: any) {
+    process.chdir('/')
+    console.error(`rewindfs: the current directory is gone (${String(e?.code ?? e)}: its mount ended, or it was removed); working from / (cd to a directory that exists, or give -w DIR)`)
+  }
   try {
     await program().parseAsync(argv)
   } catch (e: any) {

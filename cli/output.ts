@@ -14,10 +14,18 @@ export function fmtMs (ms: number): string { return ms < 10 ? `${ms.toFixed(2)} 
 /** A time (ms since the epoch) as UTC "YYYY-MM-DD HH:MM:SSZ". */
 export function fmtTime (ms: number): string { return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z') }
 
-/** One line of `log`: id (padded to `width`), time, branch, inodes in the workspace at the checkpoint, pin, label. */
-export function printCheckpoint (c: CheckpointInfo, width: number): void {
-  console.log(`${`#${c.id}`.padEnd(width + 1)}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} inodes ${c.pinned ? ' pinned ' : '        '}${c.label ?? ''}`)
+/**
+ * One line of `log`: `*` on the head (the checkpoint the workspace's
+ * current state started from), id (padded to `width`), time, branch,
+ * inodes recorded in the store at the checkpoint (proto/PROTOCOL.md
+ * CheckpointInfo `inodes`: not a count of paths), pin, label.
+ */
+export function printCheckpoint (c: CheckpointInfo, width: number, head = false): void {
+  console.log(`${head ? '*' : ' '} ${`#${c.id}`.padEnd(width + 1)}  ${fmtTime(c.time)}  ${c.branch.padEnd(6)} ${String(c.inodes).padStart(7)} recorded ${c.pinned ? ' pinned ' : '        '}${c.label ?? ''}`)
 }
+
+/** What `inodes` counts, in the CLI's words (one definition for checkpoint, log and status). */
+export const RECORDED_NOTE = 'inodes recorded in the store: created, changed or listed through the mount; files of directories never listed are read from the directory and not counted'
 
 /** The real path of this process's current directory, or null when it cannot be resolved (deleted, or under a dead mount). */
 export function realCwd (): string | null {

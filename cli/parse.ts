@@ -46,12 +46,14 @@ export function parseDuration (s: string): number {
 }
 
 /**
- * A checkpoint id as the user typed it ("3" or "#3"; surrounding blanks are
- * tolerated) as a number >= 1. Throws CliError otherwise.
+ * A checkpoint id as the user typed it ("3" or "#3") as a number >= 1.
+ * Throws CliError otherwise, also for blanks around it (" 2": a quoting
+ * slip in a script is refused rather than guessed, since restore changes
+ * the workspace).
  */
 export function parseId (s: string): number {
-  const m = /^#?(\d+)$/.exec(s.trim())
-  if (!m || !Number.isSafeInteger(Number(m[1])) || Number(m[1]) < 1) throw new CliError(`"${s}" is not a checkpoint id: ids are numbers from 1, as shown by rewindfs log`)
+  const m = /^#?(\d+)$/.exec(s)
+  if (!m || !Number.isSafeInteger(Number(m[1])) || Number(m[1]) < 1) throw new CliError(`"${s}" is not a checkpoint id: ids are numbers from 1 (optionally after #, no blanks), as shown by rewindfs log`)
   return Number(m[1])
 }
 

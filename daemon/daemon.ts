@@ -138,36 +138,24 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
       try { changed = changedOutside(lower, o.dir, state.sessionStarted) } catch (e: any) { log(`rewindfs: warning: could not check ${o.dir} for changes made outside the mount (${e.message})`) }
       if (changed.length > 0) {
         const shown = changed.slice(0, 5).map(p => p === '' ? '.' : p).join(', ')
-        // the workspace shows the store's state and the unmount writes it back over these files: keep a copy of each as it is now
-        const kept = path.join(o.store, 'outside-edits', new Date().toISOString().replace(/[:.]/g, '-'))
-        let copied = 0
-        for (const rel of changed) {
-          const src = path.join(o.dir, rel)
-          try {
-            if (rel === '' || fs.lstatSync(src).isDirectory()) continue
-            fs.cpSync(src, path.join(kept, rel), { preserveTimestamps: true, verbatimSymlinks: true })
-            copied++
-          } catch (e: any) { log(`rewindfs: warning: could not keep a copy of ${rel} (${e.message})`) }
-        }
-        log(`rewindfs: warning: ${changed.length} path${changed.length === 1 ? '' : 's'} in ${o.dir} changed after this session started, outside the mount (${shown}${changed.length > 5 ? ', ...' : ''}): checkpoints of this session read such files from the directory, so they may not restore what those held, and the workspace (then the unmount's write-back) shows the store's state instead of them${copied > 0 ? `; a copy of the ${copied} changed file${copied === 1 ? '' : 's'} as they are now is in ${kept}` : ''}; mount right after a crash, before using the directory`)
+        const { copied, dir: kept, earlier } = keepOutsideEdits(o.store, o.dir, changed, log)
+        const where = copied > 0 ? `; copies: ${kept}` : earlier > 0 ? `; copies kept at an earlier mount: ${path.join(o.store, 'outside-edits')}` : ''
+        log(`rewindfs: warning: ${changed.length} path${changed.length === 1 ? '' : 's'} in ${o.dir} changed after this session started, outside the mount (${shown}${changed.length > 5 ? ', ...' : ''}): the workspace shows the store's version${where} (README "After a crash")`)
       }
     }
-    log(`rewindfs: the previous daemon died or its write-back did not finish; resumed from ${state.live ? 'the state its last fsync made durable' : `checkpoint ${state.head}`}. The workspace shows the store's state: changes made to ${o.dir} since then are not in it, and checkpoints of that session may read files they changed (mount again right after a crash, before using the directory)`)
+    log(`rewindfs: the previous daemon died (or its write-back did not finish): resumed from ${state.live ? 'the state its last fsync made durable' : `checkpoint ${state.head}`} (README "After a crash")`)
   } else {
     // the workspace is DIR as it is now: one root record whose listing is lower (O(1))
     state.sessionStarted = Date.now()
     const base = applyChanges(emptyTable(), new Map([[ROOT_INO, rootOfLower(lower)]]))
     ws = new Workspace({ blocks, lower, base, nextIno: state.nextIno })
     gens.inodes = 1
-    if (state.head !== null) {
-      // a remount after a clean unmount starts a new branch from the
-      // directory's content; its first checkpoint follows the last one of
-      // the previous session (the state the write-back left), so history,
-      // candidates and gc's lineage go on across sessions
-      const name = `b${state.nextBranch++}`
-      gens.branches.set(name, { name, base: state.head, head: null, created: Date.now() })
-      state.branch = name
-    }
+    // a remount after a clean unmount continues the current branch: its
+    // "mount" checkpoint follows the last one of the previous session (the
+    // state the write-back left), holding whatever was edited in the
+    // directory in between (nothing, when it is unchanged), so history,
+    // candidates and gc's lineage go on across sessions. Only a restore
+    // starts a branch (DECISIONS.md "A remount continues the branch").
   }
 
   const live = ws
@@ -407,4 +395,40 @@ export function listenError (e: unknown, port: number, socket?: string): Error {
   if (code === 'EADDRINUSE') return new Error(`port ${port} is in use by another process: pick another with --port, or 0 for any free port`)
   if (code === 'EACCES') return new Error(`port ${port} may not be used by this user (ports below 1024 need root): pick another with --port, or 0 for any free port`)
   return e instanceof Error ? e : new Error(String(e))
+}
+
+/**
+ * Keeps a copy of each file of `changed` (workspace-relative paths of
+ * `dir` changed outside the mount after a crash) in
+ * `store`/outside-edits/<time>/, once: a file whose mtime, ctime and size
+ * are those of a copy kept at an earlier resume (the index
+ * outside-edits/kept.json) is not copied again. Directories are skipped.
+ * Returns how many files were copied now, where, and how many were kept
+ * earlier. Failures are logged and skipped.
+ */
+function keepOutsideEdits (store: string, dir: string, changed: string[], log: (line: string) => void): { copied: number, dir: string, earlier: number } {
+  const root = path.join(store, 'outside-edits')
+  const indexFile = path.join(root, 'kept.json')
+  let index: Record<string, { sig: string, dir: string }> = {}
+  try { index = JSON.parse(fs.readFileSync(indexFile, 'utf8')) } catch {}
+  const kept = path.join(root, new Date().toISOString().replace(/[:.]/g, '-'))
+  let copied = 0
+  let earlier = 0
+  for (const rel of changed) {
+    const src = path.join(dir, rel)
+    try {
+      if (rel === '') continue
+      const st = fs.lstatSync(src, { bigint: true })
+      if (st.isDirectory()) continue
+      const sig = `${st.mtimeNs}:${st.ctimeNs}:${st.size}`
+      if (index[rel]?.sig === sig) { earlier++; continue }
+      fs.cpSync(src, path.join(kept, rel), { preserveTimestamps: true, verbatimSymlinks: true })
+      index[rel] = { sig, dir: kept }
+      copied++
+    } catch (e: any) { log(`rewindfs: warning: could not keep a copy of ${rel} (${e.message})`) }
+  }
+  if (copied > 0) {
+    try { fs.writeFileSync(indexFile, JSON.stringify(index)) } catch (e: any) { log(`rewindfs: warning: could not write ${indexFile} (${e.message})`) }
+  }
+  return { copied, dir: kept, earlier }
 }

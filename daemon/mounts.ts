@@ -43,3 +43,19 @@ export function mountState (dir: string): 'none' | 'mounted' | 'stale' {
     return 'mounted'
   }
 }
+
+/**
+ * The mount id (mountinfo's first field) of the topmost mount whose mount
+ * point is `dir` (absolute), or null when nothing is mounted there. Reads
+ * only /proc/self/mountinfo: never touches the mount.
+ */
+export function mountIdOf (dir: string): number | null {
+  let text = ''
+  try { text = fs.readFileSync('/proc/self/mountinfo', 'utf8') } catch { return null }
+  let id: number | null = null
+  for (const line of text.split('\n')) {
+    const f = line.split(' ')
+    if (f.length > 4 && unescape(f[4]) === dir) id = Number(f[0])
+  }
+  return id
+}

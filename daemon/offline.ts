@@ -43,9 +43,9 @@ export async function withStoppedStore<T> (store: string, fn: (g: Generations) =
   }
 }
 
-/** Checkpoints of a stopped store, newest first (as the protocol's `log`), and how many there are in all. */
-export async function logStopped (store: string, req: { branch?: string, limit?: number }): Promise<{ list: CheckpointInfo[], total: number }> {
-  return await withStoppedStore(store, async g => ({ list: g.log(req), total: g.checkpoints.size }))
+/** Checkpoints of a stopped store, newest first (as the protocol's `log`), how many there are in all, and the head and branch the next mount goes on from. */
+export async function logStopped (store: string, req: { branch?: string, limit?: number }): Promise<{ list: CheckpointInfo[], total: number, head: number | null, branch: string }> {
+  return await withStoppedStore(store, async g => ({ list: g.log(req), total: g.checkpoints.size, head: g.state.head, branch: g.state.branch }))
 }
 
 /** Pins (or unpins) checkpoint `id` of a stopped store, durably. Unknown id → ApiError E_UNKNOWN_CHECKPOINT. */

@@ -39,11 +39,14 @@ export async function exportCheckpoint (o: ExportOptions): Promise<{ files: numb
   o.ws.blocks.recheck?.() // hash every block again on its way out
   const existing = fs.statSync(dest, { throwIfNoEntry: false })
   if (existing && (!existing.isDirectory() || fs.readdirSync(dest).length > 0)) throw new ApiError('E_BAD_REQUEST', `export directory ${dest} exists and is not an empty directory: give a new path or an empty directory`)
+  // a typo in a parent must not create a tree of directories somewhere: only the last component is made
+  const parent = path.dirname(dest)
+  if (!existing && !fs.statSync(parent, { throwIfNoEntry: false })?.isDirectory()) throw new ApiError('E_BAD_REQUEST', `export directory ${dest}: its parent ${parent} does not exist (or is not a directory); create it first (mkdir -p ${parent}) or choose another path`)
   const view = new TreeView(o.gens, o.ws, await o.gens.tableOf(o.id))
   const root = await view.root()
   const count = { files: 0, bytes: 0 }
   const links = new Map<string, string>()
-  if (!existing) fs.mkdirSync(dest, { recursive: true, mode: 0o700 })
+  if (!existing) fs.mkdirSync(dest, { mode: 0o700 })
   const times: TimeBatch = []
   try {
     for (const [name, c] of await view.children(root)) await writeNode(view, c, `${dest}/${name}`, links, count, times, o.xattrs)

@@ -115,8 +115,13 @@ export class Workspace implements FsOps {
   private nextFh = 1
   /** read fds on lower files, by ino; closed when the inode leaves the lower layer or at close() */
   private readonly lowerFds = new Map<Ino, number>()
-  /** lower "dev:ino" → our ino, so hard links of the lower layer stay one inode */
-  private readonly lowerKeys = new Map<string, Ino>()
+  /**
+   * lower "dev:ino" → every ino of ours made for it (one per branch that
+   * listed a name of it first), so hard links of the lower layer stay one
+   * inode: the live state and TreeView join a name to the one among them
+   * present in their table (inos are never reused, so one is)
+   */
+  private readonly lowerKeys = new Map<string, Set<Ino>>()
   /**
    * Inodes written since the adapter last looked through a handle while they
    * have names other than the handle's own (hard links, or a handle whose
@@ -271,8 +276,8 @@ export class Workspace implements FsOps {
     const st = e.st
     if ((st.mode & S_IFMT) !== S_IFDIR && st.nlink > 1) {
       // a lower hard link: its other names join this inode when their directories are listed
-      const known = this.lowerKeys.get(st.key)
-      if (known !== undefined && this.get(known)) {
+      const known = this.lowerInoIn(st.key, ino => this.get(ino))
+      if (known !== undefined) {
         const k = this.mutable(known, true)
         k.links.push([dir.ino, e.name])
         if (k.unseen) k.unseen--
@@ -280,7 +285,7 @@ export class Workspace implements FsOps {
       }
     }
     const r = recordOfLower(this.lower, this.allocIno(), dir.ino, dir.lower!, e)
-    if (r.lowerKey) this.lowerKeys.set(r.lowerKey, r.ino)
+    this.noteLowerKey(r)
     this.dirty.set(r.ino, r)
     this.listedOnly.add(r)
     return r
@@ -305,8 +310,27 @@ export class Workspace implements FsOps {
     return m
   }
 
-  /** Registers lower hard-link keys of loaded records (start-up after a restart). */
-  noteLowerKey (r: InodeRecord): void { if (r.lowerKey) this.lowerKeys.set(r.lowerKey, r.ino) }
+  /** Registers the lower hard-link key of a record (made by a listing, or loaded at start-up after a restart). */
+  noteLowerKey (r: InodeRecord): void {
+    if (!r.lowerKey) return
+    let s = this.lowerKeys.get(r.lowerKey)
+    if (s === undefined) this.lowerKeys.set(r.lowerKey, s = new Set())
+    s.add(r.ino)
+  }
+
+  /**
+   * The ino made for lower file `key` ("dev:ino") whose record `recordOf`
+   * finds with that key (the live state's, or a checkpoint's table), or
+   * undefined when none of those this process knows is there. O(inos made
+   * for that key).
+   */
+  lowerInoIn (key: string, recordOf: (ino: Ino) => InodeRecord | undefined): Ino | undefined {
+    for (const ino of this.lowerKeys.get(key) ?? []) if (recordOf(ino)?.lowerKey === key) return ino
+    return undefined
+  }
+
+  /** The inos this process made or loaded for lower file `key` ("dev:ino"). */
+  lowerInos (key: string): Iterable<Ino> { return this.lowerKeys.get(key) ?? [] }
 
   /** Copies a lower file's content into blocks (first write). Holes stay holes. */
   private copyUp (m: InodeRecord): void {

@@ -62,8 +62,15 @@ export interface RestoreInfo {
   changed: Integer
   /** time the restore took inside the daemon, including kernel cache invalidation, ms */
   ms: number
-  /** the checkpoint ("before restore to N") that keeps the unsaved changes the restore replaced, or null when there were none */
+  /** the checkpoint ("before restore to N") that keeps the unsaved changes the restore replaced (the newest of savedAll), or null when there were none */
   saved: CheckpointId | null
+  /**
+   * every "before restore to N" checkpoint this restore recorded, oldest
+   * first: writes that complete while the restore waits on its store writes
+   * are sealed as one more on top of the last (each holds all before it).
+   * Empty when nothing was unsaved. Absent from daemons before this field.
+   */
+  savedAll?: CheckpointId[]
   /** restore with `paths` only: the paths restored (normalised; one below another restored path is left out, the ancestor covers it) */
   paths?: string[]
   /** restore with `paths` only: true when nothing was changed (`dryRun` asked) */

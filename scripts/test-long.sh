@@ -9,6 +9,8 @@
 #   - the property test (test/property.test.ts): 12 seeds x 300 ops
 #   - real tools at large scale (test/tools-*.test.ts, REWINDFS_TOOLS_SCALE=large)
 #   - the conformance suite (test/posix.test.ts)
+#   - the soak (test/soak.test.ts): tools, a checkpoint a second, a restore
+#     every 30 s; 30 minutes when the budget is 100 minutes or more, else 30%
 # Set-up is the same as npm test's (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,12 +26,13 @@ export REWINDFS_CRASH_ROUNDS=$(( (budget * 30 / 100) / 40 > 2 ? (budget * 30 / 1
 export REWINDFS_CRASH_SAMPLE=all
 export REWINDFS_PROPERTY_SEEDS=1,2,3,4,5,6,7,8,9,10,11,12 REWINDFS_PROPERTY_OPS=300
 export REWINDFS_TOOLS_SCALE=large
+export REWINDFS_SOAK_SECONDS=$(( budget >= 6000 ? 1800 : budget * 30 / 100 ))
 # no per-file limit below the budget; the whole run is bounded at twice the budget
 export REWINDFS_TAP_TIMEOUT=$((budget + 1800))
 export REWINDFS_TEST_LIMIT=$((budget * 2 + 1800))
 out=$(mktemp "${TMPDIR:-/tmp}/rewindfs-long-XXXXXX.log")
 echo "test-long: ${minutes} min budget (fuzz ${REWINDFS_FUZZ_SECONDS} s, ${REWINDFS_CRASH_ROUNDS} crash rounds); log in $out" >&2
-files=(dist/test/fuzz.test.js dist/test/crash.test.js dist/test/property.test.js dist/test/posix.test.js)
+files=(dist/test/fuzz.test.js dist/test/crash.test.js dist/test/property.test.js dist/test/posix.test.js dist/test/soak.test.js)
 for f in dist/test/tools-*.test.js; do [ -e "$f" ] && files+=("$f"); done
 set +e
 bash scripts/test.sh "${files[@]}" 2>&1 | tee "$out"
@@ -37,5 +40,5 @@ rc=${PIPESTATUS[0]}
 set -e
 echo
 echo "test-long: figures"
-grep -hE '^\s*# (conformance|fuzz|crash|property|tools)\b' "$out" | sed -E 's/^\s*//' || true
+grep -hE '^\s*# (conformance|fuzz|crash|property|tools|soak)\b' "$out" | sed -E 's/^\s*//' || true
 exit "$rc"

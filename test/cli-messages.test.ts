@@ -43,7 +43,7 @@ t.test('show, verify while mounted, log and pin on a stopped store', async tt =>
   await m.unmount()
   const log = await m.cli(['log'])
   tt.equal(log.code, 0, `log works on the stopped store: ${log.stderr}`)
-  tt.match(log.stdout, new RegExp(`^#${c.id} .* first$`, 'm'), 'lists the checkpoint with its label')
+  tt.match(log.stdout, new RegExp(`^[ *] #${c.id} .* first$`, 'm'), 'lists the checkpoint with its label')
   const byStore = await m.cli(['log', '--store', m.store, '--json'])
   tt.equal(byStore.code, 0)
   tt.ok(JSON.parse(byStore.stdout).some((x: { id: number }) => x.id === c.id), 'log --store --json lists it')
@@ -63,7 +63,7 @@ t.test('show, verify while mounted, log and pin on a stopped store', async tt =>
   } finally { await held.close() }
   await m.remount()
   const live = await m.cli(['log'])
-  tt.match(live.stdout, new RegExp(`^#${c.id} .*pinned +first$`, 'm'), 'the daemon sees the pin made offline')
+  tt.match(live.stdout, new RegExp(`^[ *] #${c.id} .*pinned +first$`, 'm'), 'the daemon sees the pin made offline')
 })
 
 t.test('block problems end with their next step', async tt => {

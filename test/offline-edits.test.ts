@@ -164,14 +164,17 @@ t.test('after a crash, changes made to the directory before the next mount are n
   await m.remount()
   const esc = (x: string): string => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
   const said = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(mid)
-  tt.match(said, new RegExp(`warning: 1 path in .* changed after this session started, outside the mount \\(${esc(edited)}\\)`), `the edited file is named (${edited})`)
-  const keptDir = /a copy of the 1 changed file as they are now is in (\S+);/.exec(said)?.[1]
+  tt.match(said, new RegExp(`warning: 1 path in .* changed after this session started, outside the mount \\(${esc(edited)}\\): the workspace shows the store's version; copies: \\S+ \\(README "After a crash"\\)`), `the edited file is named (${edited})`)
+  tt.ok(said.split('\n').every(l => l.length < 400), 'in short lines')
+  const keptDir = /; copies: (\S+) \(README/.exec(said)?.[1]
   tt.ok(keptDir !== undefined && keptDir.startsWith(m.store), `the warning says where the edited file is kept (${keptDir})`)
   tt.match(fs.readFileSync(path.join(keptDir ?? '/nonexistent', edited), 'utf8'), /edited after the crash\n$/, 'the copy holds the edit')
   const mid2 = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').length
   await m.kill9()
   fs.rmSync(path.join(m.dir, removed))
   await m.remount()
-  tt.match(fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(mid2), new RegExp(`warning: 2 paths in .* outside the mount \\(\\., ${esc(edited)}\\)`),
-    `a removed file (${removed}) shows as its directory; the earlier edit is still named`)
+  const said2 = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(mid2)
+  tt.match(said2, new RegExp(`warning: 2 paths in .* outside the mount \\(\\., ${esc(edited)}\\): the workspace shows the store's version; copies kept at an earlier mount`),
+    `a removed file (${removed}) shows as its directory; the earlier edit is still named, and its copy is not made again`)
+  tt.equal(fs.readdirSync(path.join(m.store, 'outside-edits')).filter(n => n !== 'kept.json').length, 1, 'one copy of the edit in outside-edits/')
 })

@@ -10,7 +10,8 @@ export function registerExport (p: Command): void {
     .description('Write a checkpoint as plain files into DIR.')
     .addHelpText('after', '\nExample:\n  rewindfs export 3 /tmp/at-3')
     .action(async (id: string, dir: string, o: { workspace?: string }) => {
-      const r = await withClient(o, async c => await c.export({ id: parseId(id), dir: path.resolve(dir) }))
-      console.log(`exported checkpoint #${id} to ${path.resolve(dir)} (${r.files} paths, ${r.bytes} bytes)`)
+      const n = parseId(id)
+      const r = await withClient(o, async c => await c.export({ id: n, dir: path.resolve(dir) }))
+      console.log(`exported checkpoint #${n} to ${path.resolve(dir)} (${r.files} paths, ${r.bytes} bytes)`)
     })
 }

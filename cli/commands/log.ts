@@ -1,7 +1,7 @@
 /** The `log` command: list checkpoints, newest first (from the store when the daemon is stopped). */
 import { parseCount } from '../parse.js'
 import { logStopped } from '../../daemon/offline.js'
-import { fmtBytes, fmtTime, printCheckpoint } from '../output.js'
+import { fmtBytes, fmtTime, printCheckpoint, RECORDED_NOTE } from '../output.js'
 import { withClient, storeOf, offline, workspaceOption } from '../locate.js'
 import { CHANGE_LETTER, toWorkspacePath } from '../workspace-path.js'
 import { CliError } from '../errors.js'
@@ -10,7 +10,7 @@ import type { Command } from 'commander'
 /** Adds `log` to the program `p`. */
 export function registerLog (p: Command): void {
   p.command('log').addOption(workspaceOption()).argument('[path]', 'only the checkpoints at which this path changed (a directory: anything below it)')
-    .description('List checkpoints, newest first. With PATH: the checkpoints on the current lineage (--all: every branch) at which PATH\'s content, attributes or type changed, with sizes.')
+    .description('List checkpoints, newest first; * marks the head (the checkpoint the workspace\'s current state started from). With PATH: the checkpoints on the current lineage (--all: every branch) at which PATH\'s content, attributes or type changed, with sizes.')
     .option('--all', 'with PATH: every branch, not only the current lineage')
     .option('--branch <name>', 'only this branch')
     .option('-n, --limit <n>', 'at most n checkpoints', v => parseCount(v, 1), 100)
@@ -20,13 +20,14 @@ export function registerLog (p: Command): void {
     .action(async (path: string | undefined, o: { workspace?: string, store?: string, branch?: string, limit: number, json?: boolean, all?: boolean }) => {
       if (path !== undefined) { await logPath(path, o); return }
       const { store, daemon } = storeOf(o)
-      const [list, total] = daemon
-        ? await withClient({ workspace: daemon }, async c => [await c.log({ branch: o.branch, limit: o.limit }), (await c.status()).checkpoints] as const)
-        : await offline(async () => { const r = await logStopped(store, { branch: o.branch, limit: o.limit }); return [r.list, r.total] as const })
+      const [list, total, head, branch] = daemon
+        ? await withClient({ workspace: daemon }, async c => { const s = await c.status(); return [await c.log({ branch: o.branch, limit: o.limit }), s.checkpoints, s.head, s.branch] as const })
+        : await offline(async () => { const r = await logStopped(store, { branch: o.branch, limit: o.limit }); return [r.list, r.total, r.head, r.branch] as const })
       if (o.json) console.log(JSON.stringify(list))
       else {
         const width = Math.max(0, ...list.map(c => String(c.id).length))
-        for (const c of list) printCheckpoint(c, width)
+        console.log(`on branch ${branch}, at ${head === null ? 'no checkpoint yet' : `#${head} (*)`}${daemon ? '' : ' (not mounted: the next mount goes on from there)'}; "recorded": ${RECORDED_NOTE}`)
+        for (const c of list) printCheckpoint(c, width, c.id === head)
         if (o.branch === undefined && list.length < total) console.log(`(showing ${list.length} of ${total} checkpoints; -n ${total} shows all)`)
       }
     })

@@ -25,6 +25,7 @@ export function registerMount (p: Command): void {
     .option('--reserve <size>', 'space kept free on the store\'s filesystem for checkpoints; new data is refused with ENOSPC below it (e.g. 64MB, 1GB; default $REWINDFS_RESERVE or 64MB)', parseSize)
     .addHelpText('after', '\nExample:\n  rewindfs mount ~/project && cd ~/project && rewindfs checkpoint -m "before refactor"')
     .action(async (dir: string, o: { store?: string, foreground?: boolean, port?: number, socket?: string, reserve?: number }) => {
+      if (dir.trim() === '') throw new CliError('rewindfs mount needs a directory, and was given an empty name (an unset shell variable?): rewindfs mount DIR, e.g. rewindfs mount ~/project, or rewindfs mount . for the current directory')
       let abs = path.resolve(dir)
       try {
         if (!fs.statSync(dir).isDirectory()) throw new CliError(`${dir} is not a directory: rewindfs mounts a directory (mkdir a new one, or give the folder that holds your files)`)

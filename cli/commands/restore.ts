@@ -1,6 +1,7 @@
 /** The `restore ID [-- PATH...]` command: make the workspace (or only some paths) exactly checkpoint ID again. */
 import { parseId } from '../parse.js'
 import { fmtMs } from '../output.js'
+import type { RestoreInfo } from '../../proto/messages.js'
 import { withClient, workspaceOption, locate } from '../locate.js'
 import { CHANGE_LETTER, toWorkspacePath } from '../workspace-path.js'
 import { CliError } from '../errors.js'
@@ -29,6 +30,14 @@ export function registerRestore (p: Command): void {
         console.log(r.result === null || r.result === undefined
           ? `nothing to restore: ${r.paths!.join(', ')} already as at checkpoint #${r.checkpoint}`
           : `restored ${r.paths!.join(', ')} from checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}) as checkpoint #${r.result} on branch ${r.branch}${r.saved !== null ? `; the unsaved changes were first saved as checkpoint #${r.saved} (rewindfs restore ${r.saved} undoes this)` : ''}`)
-      } else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${r.saved !== null ? `; the unsaved changes it replaced are checkpoint #${r.saved}` : ''}`)
+      } else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${savedNote(r)}`)
     })
+}
+
+/** What the reply says about the unsaved changes: one checkpoint, or several when writes landed during the restore. */
+function savedNote (r: RestoreInfo): string {
+  const all = r.savedAll ?? (r.saved === null ? [] : [r.saved])
+  if (all.length === 0) return ''
+  if (all.length === 1) return `; the unsaved changes it replaced are checkpoint #${all[0]}`
+  return `; the unsaved changes it replaced are checkpoint #${all[all.length - 1]} (with ${all.slice(0, -1).map(i => `#${i}`).join(', ')} before it: writes landed while the restore ran)`
 }

@@ -2,7 +2,8 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
-import { mountState } from '../../daemon/mounts.js'
+import { mountState, mountIdOf } from '../../daemon/mounts.js'
+import { mountUsers, busyMessage } from '../users.js'
 import { UNMOUNT_FILE, type UnmountOutcome } from '../../daemon/daemon.js'
 import { fullDiskNote } from '../../store/diskfull.js'
 import { CONNECTION_FILE } from '../../daemon/token.js'
@@ -16,8 +17,9 @@ export function registerUnmount (p: Command): void {
   p.command('unmount').addOption(workspaceOption())
     .description('Unmount the workspace. DIR keeps the final state (checkpointed first), or its original content with --discard.')
     .option('--discard', 'leave the directory as it was before mount; changes since the last checkpoint are dropped, every checkpoint is kept')
-    .addHelpText('after', '\nExample:\n  rewindfs unmount -w ~/project')
-    .action(async (o: { workspace?: string, discard?: boolean }) => {
+    .option('--lazy', 'detach even while processes use the workspace (they then get "Transport endpoint is not connected")')
+    .addHelpText('after', '\nWhile a process has its working directory or an open file in the workspace, unmount refuses and names it\n(as umount does); cd out or stop it, or detach anyway with --lazy.\n\nExample:\n  rewindfs unmount -w ~/project')
+    .action(async (o: { workspace?: string, discard?: boolean, lazy?: boolean }) => {
       const { workspace, store } = locate(o)
       let info: { pid: number }
       try { info = JSON.parse(fs.readFileSync(path.join(store, CONNECTION_FILE), 'utf8')) } catch {
@@ -27,6 +29,12 @@ export function registerUnmount (p: Command): void {
           return
         }
         throw new CliError(`${workspace} is not mounted`)
+      }
+      // as umount(8): refuse while processes use it (found through /proc's links, never by stat'ing inside)
+      if (o.lazy !== true) {
+        const users = mountUsers(workspace, mountIdOf(workspace), [process.pid, info.pid])
+        for (const u of users) if (u.pid === process.ppid) u.command += ', the shell this command runs from'
+        if (users.length > 0) throw new CliError(busyMessage(workspace, users))
       }
       const outcomeFile = path.join(store, UNMOUNT_FILE)
       const logFile = path.join(store, 'daemon.log')

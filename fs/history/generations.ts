@@ -12,7 +12,7 @@ import type { CheckpointId, Ino } from '../../base/types.js'
 import { type InodeRecord, decodeRecord, encodeRecord } from '../inode.js'
 import {
   type TableNode, type TableSource, type TableSink, differences,
-  loadRoot, lookup, emptyTable
+  loadRoot, lookup, emptyTable, loadAll, allRecords
 } from '../itable.js'
 import type { Workspace } from '../workspace.js'
 import type { InvalidationPlan } from '../api.js'
@@ -337,6 +337,12 @@ export class Generations implements TableSource {
   }
 
   // ---- reading checkpoints ---------------------------------------------
+
+  /** Every record of table `t`, loading the whole table first (O(inodes of t); TreeView's hard-link join). */
+  async recordsOf (t: TableNode): Promise<Iterable<InodeRecord>> {
+    await loadAll(this, t, this.nodes, this.records)
+    return allRecords(t)
+  }
 
   /**
    * The record of `ino` in table `t`, loading the nodes on its path (at most

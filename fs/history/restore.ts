@@ -19,6 +19,10 @@ import { diffTables } from './diff.js'
  * Makes the live workspace equal to checkpoint `id` and starts a new
  * branch from it. Unsaved changes are first sealed as a checkpoint on the
  * abandoned branch (label "before restore to N"), so nothing is lost.
+ * Writes that complete while the restore waits (on its own store writes)
+ * are sealed too, each round as one more such checkpoint on top of the
+ * last: the reply names them all (`savedAll`, oldest first; `saved` is the
+ * newest, which holds every change).
  * `invalidate` drops the kernel's caches named by the plan; the restore
  * resolves when it is done. Call only inside `g.exclusive` (Generations.restore
  * does); an unknown id throws ApiError E_UNKNOWN_CHECKPOINT before anything
@@ -35,8 +39,9 @@ import { diffTables } from './diff.js'
 export async function restoreCheckpoint (g: Generations, ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<RestoreInfo> {
   const t0 = performance.now()
   const label = `before restore to ${id}`
-  let saved: CheckpointId | null = null
-  if (g.unsaved(ws)) saved = (await sealCheckpoint(g, ws, { label })).id
+  // every "before restore" checkpoint this restore seals, oldest first (writes that land while it waits make more than one)
+  const savedAll: CheckpointId[] = []
+  if (g.unsaved(ws)) savedAll.push((await sealCheckpoint(g, ws, { label })).id)
   const cp = g.checkpoint(id)
   const target = await g.tableOf(id)
   await loadDifferences(g, ws.base, target, g.nodes, g.records)
@@ -48,7 +53,7 @@ export async function restoreCheckpoint (g: Generations, ws: Workspace, id: Chec
   let journaled = false
   for (;;) {
     if (g.unsaved(ws)) {
-      saved = (await sealCheckpoint(g, ws, { label })).id
+      savedAll.push((await sealCheckpoint(g, ws, { label })).id)
       await loadDifferences(g, ws.base, target, g.nodes, g.records)
       continue
     }
@@ -79,5 +84,5 @@ export async function restoreCheckpoint (g: Generations, ws: Workspace, id: Chec
   // sessions, where the same unchanged file has another inode in each)
   const count = diffTables(g, ws, before, target, false).then(d => d.length, () => changed.size)
   const [, , n] = await Promise.all([committed, invalidate(plan), count])
-  return { checkpoint: id, branch: g.state.branch, changed: n, ms: performance.now() - t0, saved }
+  return { checkpoint: id, branch: g.state.branch, changed: n, ms: performance.now() - t0, saved: savedAll.at(-1) ?? null, savedAll }
 }

@@ -135,9 +135,12 @@ export async function mountWorkspace (t: Teardownable, populate?: (dir: string) 
       await m.client.close().catch(() => {})
       m.daemon.kill('SIGKILL')
       await new Promise(resolve => m.daemon.exitCode !== null || m.daemon.signalCode !== null ? resolve(null) : m.daemon.once('exit', resolve))
-      // auto_unmount's helper removes the mount shortly after the daemon dies
-      const deadline = Date.now() + 5000
+      // auto_unmount's helper removes the mount shortly after the daemon dies; on a loaded
+      // machine it can take longer than the wait: then clear the dead mount here (a test that
+      // wants it left uses killLeavingDeadMount)
+      const deadline = Date.now() + 10000
       while (Date.now() < deadline && isMounted(dir)) await new Promise(resolve => setTimeout(resolve, 25))
+      if (isMounted(dir)) await forceUnmount(dir)
     },
     remount: async () => {
       m.daemon = await startDaemon(dir, store, home, choices, root)

@@ -183,7 +183,7 @@ class AsyncClient:
         return await self.call("mark", label=label, context=context, meta=meta)
 
     async def restore(self, checkpoint: int) -> Dict[str, Any]:
-        """Restore checkpoint `checkpoint` exactly; RestoreInfo {checkpoint, branch, changed, ms, saved}."""
+        """Restore checkpoint `checkpoint` exactly; RestoreInfo {checkpoint, branch, changed, ms, saved, savedAll}."""
         return await self.call("restore", checkpoint=checkpoint)
 
     async def log(self, branch: Optional[str] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
