@@ -24,26 +24,32 @@ import { median } from './helpers/stats.js'
 /** Options of checkpointBench. */
 export interface CheckpointBenchOptions {
   quick: boolean
+  /** the smoke form: 100 files, 10 changed, 1 repetition, every peer (figures meaningless) */
+  smoke?: boolean
   sizes?: number[]
   reps?: number
   peers?: string[]
   /** counts of changed files (default 1, 10, 100, 1,000; quick 1, 10, 100) */
   changed?: number[]
   log: (line: string) => void
+  /** called with the result so far after every cell */
+  onProgress?: (soFar: CheckpointResult) => void
 }
 
 /**
  * Full: sizes 1,000 / 10,000 / 100,000, changed 1 / 10 / 100 / 1,000, 5
  * repetitions (3 at 100,000). Quick: 1,000 files, 1 / 10 / 100 changed, 2 repetitions.
+ * Smoke: 100 files, 10 changed, 1 repetition.
  */
 export async function checkpointBench (cleanup: Cleanup, o: CheckpointBenchOptions): Promise<CheckpointResult> {
-  const sizes = o.sizes ?? (o.quick ? [1000] : [1000, 10000, 100000])
+  const sizes = o.sizes ?? (o.smoke ? [100] : o.quick ? [1000] : [1000, 10000, 100000])
   const peers = allPeers(cleanup).filter(p => !o.peers || o.peers.includes(p.name))
-  const changed = o.changed ?? (o.quick ? [1, 10, 100] : [1, 10, 100, 1000])
+  const changed = o.changed ?? (o.smoke ? [10] : o.quick ? [1, 10, 100] : [1, 10, 100, 1000])
+  if (o.smoke) o.log(`checkpoint: SMOKE form: ${sizes.join(', ')} files, ${changed.join(' / ')} changed, 1 repetition; the figures mean nothing`)
   if (o.quick) o.log(`checkpoint: QUICK mode: sizes ${sizes.join(', ')}, ${changed.join(' / ')} changed, 2 repetitions`)
   return await runCheckpoint({
-    peers, sizes, changed, cleanup, log: o.log,
-    reps: n => o.reps ?? (o.quick ? 2 : n >= 100000 ? 3 : 5)
+    peers, sizes, changed, cleanup, log: o.log, onProgress: o.onProgress,
+    reps: n => o.reps ?? (o.smoke ? 1 : o.quick ? 2 : n >= 100000 ? 3 : 5)
   })
 }
 

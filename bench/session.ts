@@ -20,7 +20,7 @@ import { Command } from 'commander'
 import { Cleanup } from './lib.js'
 import { runSession, type SessionResult } from './session/run.js'
 import { selectModes, MODE_NAMES } from './session/modes.js'
-import { STEPS } from './session/steps.js'
+import { STEPS, SMOKE_STEPS } from './session/steps.js'
 import { summarizeSession, sessionTotalsTable, sessionStepsTable, sessionRatiosTable, sessionRequestsTables } from './report/session.js'
 import type { CleanupStack } from './helpers/btrfs.js'
 
@@ -30,21 +30,29 @@ export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /** Options of the session benchmark as the command line and bench/run.ts give them. */
 export interface SessionBenchOptions {
   quick: boolean
+  /** the smoke form: one round of SMOKE_STEPS in every mode, no npm cache priming (seconds, figures meaningless) */
+  smoke?: boolean
   rounds?: number
   modes?: string[]
   rewindfsB?: string
   log: (line: string) => void
+  /** called with the result so far after each mode's run in each round */
+  onRound?: (soFar: SessionResult) => void
 }
 
-/** Runs the session benchmark (full: 5 rounds of the 20 steps; quick: 1 round of the quick steps). */
+/** Runs the session benchmark (full: 5 rounds of the 20 steps; quick: 1 round of the quick steps; smoke: 1 round of SMOKE_STEPS). */
 export async function sessionBench (cleanup: CleanupStack, o: SessionBenchOptions): Promise<SessionResult> {
+  if (o.smoke) {
+    o.log(`session: SMOKE form: 1 round of the ${SMOKE_STEPS.length} steps that name the repository's files, every mode, no cache priming; the figures mean nothing`)
+    return await runSession({ modes: selectModes(cleanup, { names: o.modes, rewindfsB: o.rewindfsB, repo: REPO }), steps: SMOKE_STEPS, rounds: 1, repo: REPO, cleanup, log: o.log, prime: false, onRound: o.onRound })
+  }
   const rounds = o.rounds ?? (o.quick ? 1 : 5)
   const steps = o.quick ? STEPS.filter(s => s.quick) : STEPS
   if (o.quick) o.log(`session: QUICK mode: ${rounds} round of ${steps.length} of the ${STEPS.length} steps (no tsc, no tests, one npm ci); figures are indicative only`)
   // quick leaves out git -f (its checkpoints copy node_modules into git: minutes on 2 cores)
   const names = o.modes ?? (o.quick ? MODE_NAMES.filter(n => n !== 'git -f' && (n !== 'rewindfs-b' || o.rewindfsB)) : undefined)
   if (o.quick && !o.modes) o.log('session: QUICK mode leaves out the git -f mode')
-  return await runSession({ modes: selectModes(cleanup, { names, rewindfsB: o.rewindfsB, repo: REPO }), steps, rounds, repo: REPO, cleanup, log: o.log })
+  return await runSession({ modes: selectModes(cleanup, { names, rewindfsB: o.rewindfsB, repo: REPO }), steps, rounds, repo: REPO, cleanup, log: o.log, onRound: o.onRound })
 }
 
 /** The session's tables as printed and as put in the report. */

@@ -10,7 +10,7 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser'
 import { quantile, median, summarize, rotation, countDelta } from '../bench/helpers/stats.js'
 import { parseManifestLine, checkRestore, verdict, isIgnored } from '../bench/helpers/compare.js'
 import { summarizeSession, sessionTotalsTable, sessionRequestsTables } from '../bench/report/session.js'
-import { charts, markdown, headline, type BenchResults } from '../bench/report/report.js'
+import { charts, markdown, headline, mergeResults, type BenchResults } from '../bench/report/report.js'
 import type { SessionResult } from '../bench/session/run.js'
 import type { CheckpointResult } from '../bench/checkpoint/run.js'
 
@@ -185,4 +185,21 @@ t.test('markdown report: machine, load, every section, skipped modes, QUICK said
   t.notMatch(md, /QUICK/)
   t.match(markdown({ ...r, mode: 'quick' }, []), /QUICK run: one round of a subset/)
   t.match(headline(r), /^Measured 2026-12-02 09:15 UTC on 2 cores/)
+})
+
+t.test('merging the results of runs of different parts: each part once, loads in time order, the runs named', async t => {
+  const full = fakeResults()
+  const a: BenchResults = { ...full, started: '2026-12-02T09:15:00.000Z', finished: '2026-12-02T10:40:00.000Z', load: [{ t: 1, load1: 3, load5: 2, load15: 1 }, { t: 5, load1: 9, load5: 2, load15: 1 }], hifreq: undefined, checkpoint: undefined, note: 'partial' }
+  const b: BenchResults = { ...full, started: '2026-12-02T09:20:00.000Z', finished: '2026-12-02T10:00:00.000Z', load: [{ t: 2, load1: 4, load5: 2, load15: 1 }], session: undefined }
+  const m = mergeResults([a, b])
+  t.equal(m.session, full.session)
+  t.equal(m.checkpoint, full.checkpoint)
+  t.equal(m.hifreq, full.hifreq)
+  t.same(m.load.map(l => l.t), [1, 2, 5], 'load samples of both runs, in time order')
+  t.equal(m.started, '2026-12-02T09:15:00.000Z')
+  t.equal(m.finished, '2026-12-02T10:40:00.000Z')
+  t.match(m.note, /merged from 2 runs .*session \(09:15–10:40 UTC; partial\), hifreq \+ checkpoint \(09:20–10:00 UTC\)/)
+  t.throws(() => mergeResults([a, { ...b, session: full.session }]), /2 runs hold the session part/)
+  t.throws(() => mergeResults([a, { ...b, mode: 'quick' }]), /different forms/)
+  t.throws(() => mergeResults([]), /no results/)
 })

@@ -3,7 +3,8 @@
  * line): for each size and peer, a fresh populated tree (bench/checkpoint/
  * tree.ts), the base checkpoint, then for each count of changed files
  * `reps` times: change, checkpoint (timed), restore to the base (timed).
- * The first restore of each peer at the first size is judged against the
+ * Sizes run in the order given (the result lists them ascending). The first
+ * restore of each peer at the smallest size is judged against the
  * base's independent manifest (scripts/manifest.sh); every restore is
  * checked for the changed files. Raw samples only; summaries are made by
  * bench/report/checkpoint.ts.
@@ -38,7 +39,7 @@ export interface CheckpointResult {
   reps: Record<string, number>
   peers: Array<{ name: string, label: string, skipped?: string }>
   cells: CheckpointCell[]
-  /** verdict of each peer's first restore (manifest comparison), at the first size */
+  /** verdict of each peer's first restore (manifest comparison), at the smallest size */
   correctness: Record<string, { verdict: string, check: RestoreCheck }>
   /** rewindfs daemon resident memory after the base checkpoint and after all repetitions, bytes, by size */
   rss: Record<string, { afterBase: number, afterReps: number }>
@@ -56,11 +57,13 @@ export interface CheckpointOptions {
   reps: (files: number) => number
   cleanup: Cleanup
   log: (line: string) => void
+  /** called with the result so far after every cell and every failed peer (bench/run.ts saves it) */
+  onProgress?: (soFar: CheckpointResult) => void
 }
 
 /** Runs the benchmark; a peer that fails at a size has the error recorded and the run goes on. */
 export async function runCheckpoint (o: CheckpointOptions): Promise<CheckpointResult> {
-  const res: CheckpointResult = { kind: 'checkpoint', sizes: o.sizes, changed: o.changed, reps: {}, peers: [], cells: [], correctness: {}, rss: {}, setupMs: {}, errors: [] }
+  const res: CheckpointResult = { kind: 'checkpoint', sizes: [...o.sizes].sort((a, b) => a - b), changed: o.changed, reps: {}, peers: [], cells: [], correctness: {}, rss: {}, setupMs: {}, errors: [] }
   const ready: Peer[] = []
   for (const p of o.peers) {
     const why = await p.prepare()
@@ -79,7 +82,7 @@ export async function runCheckpoint (o: CheckpointOptions): Promise<CheckpointRe
         await tree.base()
         ;(res.setupMs[p.name] ??= {})[String(n)] = now() - t0
         if (tree.rss) res.rss[String(n)] = { afterBase: tree.rss(), afterReps: NaN }
-        const judge = n === o.sizes[0]
+        const judge = n === Math.min(...o.sizes)
         const baseLines = judge ? (await manifest(tree.dir)).lines : []
         for (const c of o.changed.filter(c => c <= n)) {
           const cell: CheckpointCell = { peer: p.name, files: n, changed: c, ckptMs: [], restoreMs: [], missed: 0, ...(tree.inside ? { insideCkptMs: [], insideRestoreMs: [] } : {}) }
@@ -100,6 +103,7 @@ export async function runCheckpoint (o: CheckpointOptions): Promise<CheckpointRe
             }
           }
           res.cells.push(cell)
+          o.onProgress?.(res)
           const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
           o.log(`checkpoint: ${String(n).padStart(6)} files, ${String(c).padStart(4)} changed, ${p.name.padEnd(8)} checkpoint ${med(cell.ckptMs).toFixed(1)} ms, restore ${med(cell.restoreMs).toFixed(1)} ms`)
         }
@@ -108,6 +112,7 @@ export async function runCheckpoint (o: CheckpointOptions): Promise<CheckpointRe
         const msg = `${p.name} at ${n} files: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`
         res.errors.push(msg)
         o.log(`checkpoint: FAILED ${msg}`)
+        o.onProgress?.(res)
       } finally {
         if (tree) await tree.close()
       }

@@ -17,6 +17,8 @@ export interface MachineInfo {
   /** filesystem of the temporary directory the benchmarks work in (e.g. "ext4") */
   tmpFs: string
   hostname: string
+  /** 1-, 5- and 15-minute load averages when the description was taken (the run's own samples are in BenchResults.load) */
+  loadAtStart?: number[]
 }
 
 /** Describes this machine (os module, /proc/mounts via df for the temp directory's filesystem). */
@@ -24,12 +26,13 @@ export function machineInfo (): MachineInfo {
   const cpus = os.cpus()
   let tmpFs = '?'
   try { tmpFs = execFileSync('df', ['--output=fstype', os.tmpdir()], { encoding: 'utf8' }).trim().split('\n').pop() ?? '?' } catch {}
-  return { cpu: cpus[0]?.model ?? '?', cores: cpus.length, memoryBytes: os.totalmem(), kernel: os.release(), node: process.version, tmpFs, hostname: os.hostname() }
+  return { cpu: cpus[0]?.model ?? '?', cores: cpus.length, memoryBytes: os.totalmem(), kernel: os.release(), node: process.version, tmpFs, hostname: os.hostname(), loadAtStart: os.loadavg().map(x => Math.round(x * 100) / 100) }
 }
 
-/** One line: "2 cores (AMD EPYC), 23 GiB RAM, Linux 6.18, Node v20, tmp on ext4". */
+/** One line: "2 cores (AMD EPYC), 23 GiB RAM, Linux 6.18, Node v20, temp dir on ext4, load average 6.1 / 4.2 / 2.0 at the start". */
 export function describeMachine (m: MachineInfo): string {
-  return `${m.cores} cores (${m.cpu}), ${(m.memoryBytes / 2 ** 30).toFixed(0)} GiB RAM, Linux ${m.kernel}, Node ${m.node}, temp dir on ${m.tmpFs}`
+  return `${m.cores} cores (${m.cpu}), ${(m.memoryBytes / 2 ** 30).toFixed(0)} GiB RAM, Linux ${m.kernel}, Node ${m.node}, temp dir on ${m.tmpFs}` +
+    (m.loadAtStart ? `, load average ${m.loadAtStart.map(x => x.toFixed(1)).join(' / ')} (1 / 5 / 15 min) at the start` : '')
 }
 
 /** A sample of the 1-, 5- and 15-minute load averages at `t` (ms since the epoch). */

@@ -20,7 +20,8 @@ import { barChart, categoryLineChart, logLogChart, type Series } from './svg.js'
 export interface BenchResults {
   /** format of this file */
   version: 1
-  mode: 'quick' | 'full'
+  /** full: the committed figures; quick: one round of a subset; smoke: tiny inputs, only checks that every benchmark works */
+  mode: 'quick' | 'full' | 'smoke'
   /** ISO times */
   started: string
   finished: string
@@ -30,6 +31,36 @@ export interface BenchResults {
   session?: SessionResult
   checkpoint?: CheckpointResult
   hifreq?: HifreqResult
+  /** said at the top of the report (e.g. that the run was stopped early and has fewer rounds) */
+  note?: string
+}
+
+/**
+ * One result from the results of runs of different parts made on one
+ * machine (e.g. `--only session` beside `--only hifreq,checkpoint`): each
+ * part from the run that has it, the load samples of all of them in time
+ * order, the earliest start and the latest finish, the first run's machine
+ * description and form, and a note naming the runs. Throws an Error when
+ * two runs hold the same part or the runs' forms (full, quick, smoke) differ.
+ */
+export function mergeResults (rs: readonly BenchResults[]): BenchResults {
+  if (rs.length === 0) throw new Error('mergeResults: no results to merge')
+  if (new Set(rs.map(r => r.mode)).size > 1) throw new Error(`mergeResults: the runs are of different forms (${rs.map(r => r.mode).join(', ')}); merge runs of one form only`)
+  const out: BenchResults = {
+    version: 1, mode: rs[0].mode, machine: rs[0].machine,
+    started: rs.map(r => r.started).sort()[0],
+    finished: rs.map(r => r.finished).sort().slice(-1)[0],
+    load: rs.flatMap(r => r.load).sort((a, b) => a.t - b.t)
+  }
+  for (const part of ['session', 'hifreq', 'checkpoint'] as const) {
+    const has = rs.filter(r => r[part] !== undefined)
+    if (has.length > 1) throw new Error(`mergeResults: ${has.length} runs hold the ${part} part; give each part once`)
+    if (has.length === 1) (out as unknown as Record<string, unknown>)[part] = has[0][part]
+  }
+  const partsOf = (r: BenchResults): string => (['session', 'hifreq', 'checkpoint'] as const).filter(p => r[p] !== undefined).join(' + ')
+  out.note = `merged from ${rs.length} runs that ran side by side on this machine: ` +
+    rs.map(r => `${partsOf(r)} (${r.started.slice(11, 16)}–${r.finished.slice(11, 16)} UTC${r.note ? '; ' + r.note : ''})`).join(', ')
+  return out
 }
 
 /** The chart files of a report: file name -> SVG text. */
@@ -82,13 +113,17 @@ export function markdown (r: BenchResults, chartFiles: string[]): string {
   parts.push(`Started ${r.started}, finished ${r.finished}.\n\nMachine: ${describeMachine(r.machine)}.\n\n${loadLine(r.load)}. ` +
     'The machine is shared with other sessions: a load average above its core count means the figures include waiting for a CPU; ' +
     'read them as ratios within this run (every mode ran in every round, the order rotated), not as absolute speeds.' +
-    (r.mode === 'quick' ? '\n\n**QUICK run: one round of a subset; the figures are indicative only.**' : ''))
+    (r.mode === 'quick' ? '\n\n**QUICK run: one round of a subset; the figures are indicative only.**' : '') +
+    (r.mode === 'smoke' ? '\n\n**SMOKE run: tiny inputs that check every benchmark works end to end; the figures mean nothing.**' : '') +
+    (r.note ? `\n\n**Note: ${r.note}**` : ''))
   if (r.session) {
     const s = r.session
     const sums = summarizeSession(s)
     parts.push('## The agent session (bench/session.ts)')
     parts.push(`${s.steps.length} steps on this repository (source ${s.source.commit.slice(0, 12)}), ${s.rounds.length} round(s), the modes' order rotated each round. ` +
-      `The npm cache was primed once before the rounds ("${s.prime.name}": \`${s.prime.cmd}\`, ${(s.prime.ms / 1000).toFixed(1)} s); every \`npm ci\` of the session runs \`--offline\`.`)
+      (Number.isFinite(s.prime.ms)
+        ? `The npm cache was primed once before the rounds ("${s.prime.name}": \`${s.prime.cmd}\`, ${(s.prime.ms / 1000).toFixed(1)} s); every \`npm ci\` of the session runs \`--offline\`.`
+        : `The npm cache was not primed ("${s.prime.name}" not run: these steps run no npm).`))
     if (chartFiles.includes('session-total.svg')) parts.push('![session time per mode](session-total.svg)')
     parts.push(sessionTotalsTable(sums))
     const failed = sums.filter(m => m.errors.length > 0)

@@ -36,7 +36,7 @@ export interface SessionResult {
   modes: Array<{ name: string, label: string, skipped?: string }>
   /** the repository cloned by step 1, and its commit */
   source: { path: string, commit: string }
-  /** the cache-priming step, run once before the rounds */
+  /** the cache-priming step, run once before the rounds (ms NaN when not run) */
   prime: { name: string, cmd: string, ms: number }
   rounds: Array<{ order: string[], runs: Record<string, ModeRoundResult> }>
 }
@@ -53,6 +53,14 @@ export interface SessionOptions {
   log: (line: string) => void
   /** per-step limit, ms (default 600000) */
   stepTimeoutMs?: number
+  /** run PRIME_STEP before the rounds (default true; the smoke form, which runs no npm, says false) */
+  prime?: boolean
+  /**
+   * called with the result so far after each mode's run in each round (the
+   * round under way is the last of `rounds`, with the runs done so far);
+   * bench/run.ts saves it, so a stopped run keeps what it measured
+   */
+  onRound?: (soFar: SessionResult) => void
 }
 
 /** Runs bash `cmd` in `cwd`; resolves with its wall time in ms, rejects with the tail of its output. */
@@ -121,11 +129,14 @@ export async function runSession (o: SessionOptions): Promise<SessionResult> {
     const commit = execFileSync('git', ['-C', src, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim()
     const env = stepEnv({ src })
     o.log(`session: source ${o.repo} at ${commit.slice(0, 12)}; ${o.steps.length} steps, ${o.rounds} round(s)`)
-    const primeDir = path.join(root, 'prime')
-    fs.mkdirSync(primeDir)
-    o.log(`session: ${PRIME_STEP.name}: ${PRIME_STEP.cmd}`)
-    const primeMs = await timeCommand(PRIME_STEP.cmd, primeDir, env, 900000)
-    fs.rmSync(primeDir, { recursive: true, force: true })
+    let primeMs = NaN
+    if (o.prime !== false) {
+      const primeDir = path.join(root, 'prime')
+      fs.mkdirSync(primeDir)
+      o.log(`session: ${PRIME_STEP.name}: ${PRIME_STEP.cmd}`)
+      primeMs = await timeCommand(PRIME_STEP.cmd, primeDir, env, 900000)
+      fs.rmSync(primeDir, { recursive: true, force: true })
+    }
     const modes: SessionResult['modes'] = []
     const ready: Mode[] = []
     for (const m of o.modes) {
@@ -146,14 +157,15 @@ export async function runSession (o: SessionOptions): Promise<SessionResult> {
     for (let r = 0; r < o.rounds; r++) {
       const order = rotation(ready, r)
       const round: SessionResult['rounds'][number] = { order: order.map(m => m.name), runs: {} }
+      result.rounds.push(round)
       for (const m of order) {
         const res = await runMode(m, o, env)
         round.runs[m.name] = res
         const steps = res.stepMs.reduce((a, b) => a + b, 0) / 1000
         const ck = res.ckptMs.reduce((a, b) => a + b, 0) / 1000
         o.log(`session round ${r + 1}/${o.rounds} ${m.name.padEnd(10)} ${(steps + ck).toFixed(1).padStart(6)} s (checkpoints ${ck.toFixed(2)} s)${res.error ? ' FAILED: ' + res.error : ''}  [${((now() - t0) / 1000).toFixed(0)} s elapsed]`)
+        o.onRound?.(result)
       }
-      result.rounds.push(round)
     }
     return result
   } finally {

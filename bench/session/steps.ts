@@ -14,6 +14,17 @@ export interface Step {
   cmd: string
   /** false for the steps left out of a quick run */
   quick: boolean
+  /**
+   * true for the steps that need the clone's npm dependencies or build
+   * output (npm ci, tsc, the unit tests, listing dist/): the smoke form
+   * (SMOKE_STEPS) leaves them out
+   */
+  needsBuild?: boolean
+  /**
+   * true for the steps of the smoke form (SMOKE_STEPS): the clone and every
+   * step that names a file of the repository or needs the one before it
+   */
+  smoke?: boolean
 }
 
 /** Options of the steps' environment. */
@@ -49,27 +60,46 @@ for (const f of ["daemon/service.ts", "fs/workspace.ts", "client/client.ts", "pr
  * identity in the environment (stepEnv gives both).
  */
 export const STEPS: readonly Step[] = [
-  { name: 'git clone', cmd: 'git clone -q --no-hardlinks "$SRC" repo', quick: true },
-  { name: 'npm ci', cmd: NPM_CI, quick: true },
-  { name: 'tsc build', cmd: TSC, quick: false },
-  { name: 'grep -rn', cmd: 'grep -rn --exclude-dir=node_modules --exclude-dir=.git --exclude-dir=dist checkpoint . | wc -l', quick: true },
+  { name: 'git clone', cmd: 'git clone -q --no-hardlinks "$SRC" repo', quick: true, smoke: true },
+  { name: 'npm ci', cmd: NPM_CI, quick: true, needsBuild: true },
+  { name: 'tsc build', cmd: TSC, quick: false, needsBuild: true },
+  { name: 'grep -rn', cmd: 'grep -rn --exclude-dir=node_modules --exclude-dir=.git --exclude-dir=dist checkpoint . | wc -l', quick: true, smoke: true },
   { name: 'find | wc', cmd: 'find . | wc -l', quick: true },
   { name: 'git status', cmd: 'git status --porcelain | wc -l', quick: true },
-  { name: 'sed -i edit', cmd: "sed -i 's/Result of `status`/Result of the `status` op/' proto/messages.ts && sed -i '1s/^/\\/\\/ bench\\n/' fs/lower.ts fuse/adapter.ts", quick: true },
-  { name: 'atomic save x5', cmd: ATOMIC_SAVE, quick: true },
+  { name: 'sed -i edit', cmd: "sed -i 's/Result of `status`/Result of the `status` op/' proto/messages.ts && sed -i '1s/^/\\/\\/ bench\\n/' fs/lower.ts fuse/adapter.ts", quick: true, smoke: true },
+  { name: 'atomic save x5', cmd: ATOMIC_SAVE, quick: true, smoke: true },
   { name: 'git diff', cmd: 'git diff | wc -l', quick: true },
-  { name: 'tsc rebuild', cmd: TSC, quick: false },
-  { name: 'unit tests (2 files)', cmd: `node_modules/.bin/tap --disable-coverage --allow-empty-coverage --jobs=1 --reporter=silent ${UNIT_TESTS.join(' ')}`, quick: false },
-  { name: 'git commit -a', cmd: 'git add -A && git commit -q -m "bench: edits"', quick: true },
-  { name: 'git blame', cmd: 'git blame fs/workspace.ts | wc -l', quick: true },
+  { name: 'tsc rebuild', cmd: TSC, quick: false, needsBuild: true },
+  { name: 'unit tests (2 files)', cmd: `node_modules/.bin/tap --disable-coverage --allow-empty-coverage --jobs=1 --reporter=silent ${UNIT_TESTS.join(' ')}`, quick: false, needsBuild: true },
+  { name: 'git commit -a', cmd: 'git add -A && git commit -q -m "bench: edits"', quick: true, smoke: true },
+  { name: 'git blame', cmd: 'git blame fs/workspace.ts | wc -l', quick: true, smoke: true },
   { name: 'git log -p', cmd: 'git log -p -20 | wc -l', quick: true },
   { name: 'cat sources', cmd: "git ls-files -z '*.ts' | xargs -0 cat | wc -c", quick: true },
-  { name: 'ls -R dist', cmd: 'ls -laR dist | wc -l', quick: false },
+  { name: 'ls -R dist', cmd: 'ls -laR dist | wc -l', quick: false, needsBuild: true },
   { name: 'git status (built)', cmd: 'git status --porcelain --ignored | wc -l', quick: true },
   { name: 'rm -rf node_modules', cmd: 'rm -rf node_modules', quick: true },
-  { name: 'npm ci (again)', cmd: NPM_CI, quick: false },
-  { name: 'git diff HEAD~1', cmd: 'git diff HEAD~1 --stat | tail -1', quick: true }
+  { name: 'npm ci (again)', cmd: NPM_CI, quick: false, needsBuild: true },
+  { name: 'git diff HEAD~1', cmd: 'git diff HEAD~1 --stat | tail -1', quick: true, smoke: true }
 ]
+
+/**
+ * The smoke form's steps (test/bench-smoke.test.ts, `bench/run.js --smoke`):
+ * the clone and every step that names a file of the repository (none needs
+ * npm or a build), so a session runs in seconds in every mode yet still
+ * touches every file the steps name: a layout change that moves one fails
+ * the smoke. What the npm, tsc and unit-test steps need is checked by
+ * buildStepsNeed.
+ */
+export const SMOKE_STEPS: readonly Step[] = STEPS.filter(s => s.smoke === true && s.needsBuild !== true)
+
+/**
+ * The paths (relative to the repository root) the left-out steps need in a
+ * built checkout: the lockfile npm ci installs from, the tsc and tap
+ * binaries, the solution tsconfig, the two unit test files and dist/.
+ */
+export function buildStepsNeed (): string[] {
+  return ['package-lock.json', 'tsconfig.json', 'node_modules/.bin/tsc', 'node_modules/.bin/tap', 'dist', ...UNIT_TESTS]
+}
 
 /**
  * The cache-priming step, run once natively before any round: an `npm ci`
