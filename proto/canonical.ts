@@ -14,7 +14,7 @@
  * No Node-only types.
  */
 import canonicalize from 'canonicalize'
-import { INT_MIN, UINT_MAX } from './values.js'
+import { INT_MIN, UINT_MAX, mapLeaves } from './values.js'
 
 // a placeholder for an exact integer inside canonicalize: random per process, so
 // no string inside a value can be taken for one by accident
@@ -23,37 +23,16 @@ globalThis.crypto.getRandomValues(rand)
 const PH = `rewindfs-cint-${[...rand].map(n => n.toString(16).padStart(8, '0')).join('')}:`
 const PH_RE = new RegExp(`"${PH}(-?[0-9]+)"`, 'g')
 
-function isPlainObject (x: object): x is Record<string, unknown> {
-  const p = Object.getPrototypeOf(x)
-  return p === Object.prototype || p === null
-}
-
 /** Copy-on-write walk: exact integers → placeholders. */
 function prep (x: unknown): unknown {
-  if (typeof x === 'bigint') {
-    if (x < INT_MIN || x > UINT_MAX) throw new RangeError(`the integer ${x} is outside -2^63..2^64-1 (the value model)`)
-    return PH + x.toString()
-  }
-  if (typeof x === 'number') return Number.isInteger(x) && !Number.isSafeInteger(x) && x >= -(2 ** 63) && x < 2 ** 64 ? PH + BigInt(x).toString() : x
-  if (typeof x !== 'object' || x === null || x instanceof Uint8Array) return x
-  if (Array.isArray(x)) {
-    let out: unknown[] | null = null
-    for (let i = 0; i < x.length; i++) {
-      const v = prep(x[i])
-      if (v !== x[i]) { out ??= x.slice(); out[i] = v }
+  return mapLeaves(x, v => {
+    if (typeof v === 'bigint') {
+      if (v < INT_MIN || v > UINT_MAX) throw new RangeError(`the integer ${v} is outside -2^63..2^64-1 (the value model)`)
+      return PH + v.toString()
     }
-    return out ?? x
-  }
-  if (!isPlainObject(x)) return x
-  let out: Record<string, unknown> | null = null
-  for (const k of Object.keys(x)) {
-    const v = prep(x[k])
-    if (v !== x[k]) {
-      if (out === null) { out = Object.create(null) as Record<string, unknown>; for (const j of Object.keys(x)) Object.defineProperty(out, j, { value: x[j], enumerable: true, writable: true, configurable: true }) }
-      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true })
-    }
-  }
-  return out ?? x
+    if (typeof v === 'number') return Number.isInteger(v) && !Number.isSafeInteger(v) && v >= -(2 ** 63) && v < 2 ** 64 ? PH + BigInt(v).toString() : v
+    return v
+  })
 }
 
 /**

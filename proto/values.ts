@@ -130,21 +130,31 @@ function isWideInteger (x: number): boolean {
  * itself when nothing changes.
  */
 export function toMsgpackValue (x: unknown): unknown {
-  if (typeof x === 'number') return isWideInteger(x) ? BigInt(x) : x
-  if (typeof x !== 'object' || x === null || x instanceof Uint8Array) return x
+  return mapLeaves(x, v => typeof v === 'number' && isWideInteger(v) ? BigInt(v) : v)
+}
+
+/**
+ * A copy-on-write map over a value's leaves: arrays and plain objects are
+ * walked, `f` is applied to everything else (numbers, bigints, strings,
+ * bytes, null, other objects). Returns `x` itself when `f` changed nothing,
+ * else copies of just the containers on the changed paths (an own
+ * `__proto__` key stays a key). Recursion as deep as the value's nesting
+ * (the value model bounds it at 256).
+ */
+export function mapLeaves (x: unknown, f: (leaf: unknown) => unknown): unknown {
   if (Array.isArray(x)) {
     let out: unknown[] | null = null
     for (let i = 0; i < x.length; i++) {
-      const v = toMsgpackValue(x[i])
+      const v = mapLeaves(x[i], f)
       if (v !== x[i]) { out ??= x.slice(); out[i] = v }
     }
     return out ?? x
   }
-  if (!isPlainObject(x)) return x
+  if (typeof x !== 'object' || x === null || x instanceof Uint8Array || !isPlainObject(x)) return f(x)
   let out: Record<string, unknown> | null = null
   for (const k of Object.keys(x)) {
-    const v = toMsgpackValue(x[k])
-    if (v !== x[k]) { out ??= copyObject(x); out[k] = v }
+    const v = mapLeaves(x[k], f)
+    if (v !== x[k]) { out ??= copyObject(x); setKey(out, k, v) }
   }
   return out ?? x
 }

@@ -15,7 +15,7 @@ import { WebSocket } from 'ws'
 import { codec } from '../proto/codec.js'
 import { ProtoError } from '../proto/errors.js'
 import { validateRequest } from '../proto/validate.js'
-import { MAX_VALUE_DEPTH } from '../proto/values.js'
+import { MAX_VALUE_DEPTH, toMsgpackValue } from '../proto/values.js'
 import { startServer } from '../daemon/server.js'
 import type { RewindApi } from '../daemon/api.js'
 import { packr as storePackr } from '../store/db.js'
@@ -164,4 +164,17 @@ t.test('contexts and memory stored before the value model read back under it (fr
   t.match(h, /a4626c6f62c403010203/, 'msgpack: bin as stored')
   const memJson = (await ask('{"v":1,"id":3,"op":"memory_get","run":"r"}')).data.toString()
   t.equal(memJson, '{"id":3,"ok":{"entries":[{"count":1099511627776,"blob":"CQ=="}]},"bytes":["/ok/entries/0/blob"]}')
+})
+
+t.test('msgpack preparation keeps a __proto__ key a key when it widens an integer under it', async t => {
+  const x = JSON.parse('{"__proto__": 5000000000, "n": [1, 6000000000]}') as Record<string, unknown>
+  const y = toMsgpackValue(x) as Record<string, unknown>
+  t.not(y, x, 'a copy: the input is left as it was')
+  t.equal(Object.getPrototypeOf(y), Object.prototype, 'the prototype is not replaced')
+  t.same(Object.keys(y), ['__proto__', 'n'])
+  t.equal(Object.getOwnPropertyDescriptor(y, '__proto__')?.value, 5000000000n, 'own key, widened to an int64')
+  t.same(y.n, [1, 6000000000n])
+  t.equal(Object.getOwnPropertyDescriptor(x, '__proto__')?.value, 5000000000, 'the input keeps its number')
+  const z = { a: [1, 'x', { b: 2 }] }
+  t.equal(toMsgpackValue(z), z, 'nothing to widen: the same object back')
 })
