@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 /** The libraries the compiled client and proto import (checked against the compiled files when packing). */
-const RUNTIME_DEPS = ['ws', 'msgpackr']
+const RUNTIME_DEPS = ['ws', 'msgpackr', 'canonicalize']
 
 function copyCompiled (from: string, to: string): void {
   for (const e of fs.readdirSync(from, { withFileTypes: true })) {
