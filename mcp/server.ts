@@ -139,10 +139,18 @@ export function createMcpServer (o: McpOptions): McpServer {
 
   server.registerTool('restore', {
     title: 'Restore the workspace to a checkpoint',
-    description: `Make every file in the workspace exactly what it was at the checkpoint: content, deletions, renames, modes, the workspace's .git. Changes made since the last checkpoint are saved first as a "before restore" checkpoint (its id is returned), so a restore can itself be undone by restoring that one. It restores the whole workspace (there is no restore of chosen paths yet: to get one file back, read it with show_file and write it yourself). Use it to get the files back as they were (or to undo a restore); it does not change this conversation and does not record a lesson: to abandon an approach, use backtrack_commit instead. ${CANNOT_UNDO}`,
-    inputSchema: { checkpoint: z.number().int().min(1).describe('checkpoint id') },
+    description: `Make every file in the workspace exactly what it was at the checkpoint: content, deletions, renames, modes, the workspace's .git. Changes made since the last checkpoint are saved first as a "before restore" checkpoint (its id is returned), so a restore can itself be undone by restoring that one. Give paths to put back only those files or directories (each as it was at the checkpoint; one that did not exist there is removed) and leave everything else as it is: that is recorded as a new checkpoint on the current branch. Use it to get the files back as they were (or to undo a restore); it does not change this conversation and does not record a lesson: to abandon an approach, use backtrack_commit instead. ${CANNOT_UNDO}`,
+    inputSchema: {
+      checkpoint: z.number().int().min(1).describe('checkpoint id'),
+      paths: z.array(z.string().min(1)).min(1).max(1000).optional().describe('workspace-relative paths (files or directories) to restore; omit to restore the whole workspace')
+    },
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-  }, wrap(async (c, a: { checkpoint: number }) => {
+  }, wrap(async (c, a: { checkpoint: number, paths?: string[] }) => {
+    if (a.paths !== undefined) {
+      const r = await c.restore({ id: a.checkpoint, paths: a.paths })
+      const n = r.changes?.length ?? r.changed
+      return text(`restored ${(r.paths ?? a.paths).join(', ')} as at checkpoint #${r.checkpoint}: ${n} path${n === 1 ? '' : 's'} changed${r.result != null ? `; the result is checkpoint #${r.result} on branch ${r.branch}` : ' (nothing differed)'}${r.saved !== null ? `; the changes it replaced are checkpoint #${r.saved}` : ''}`)
+    }
     const r = await c.restore({ id: a.checkpoint })
     return text(`restored checkpoint #${r.checkpoint}: ${r.changed} path${r.changed === 1 ? '' : 's'} changed (${r.ms.toFixed(1)} ms); now on branch ${r.branch}${r.saved !== null ? `; the changes it replaced are checkpoint #${r.saved} (restore it to get them back)` : ''}`)
   }))

@@ -89,6 +89,11 @@ t.test('the SDK client drives every tool over stdio against a real mount', async
   t.match(st, new RegExp(`workspace ${m.dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), 'status names the workspace')
   t.match(st, new RegExp(`head checkpoint #${saved}`), 'and the head')
 
+  const sel = textOf(await client.callTool({ name: 'restore', arguments: { checkpoint: id, paths: ['b.txt'] } }))
+  t.match(sel, new RegExp(`restored b\\.txt as at checkpoint #${id}`), 'a restore of chosen paths says which')
+  t.equal(fs.readFileSync(path.join(m.dir, 'b.txt'), 'utf8'), 'keep me\n', 'the chosen file is back')
+  t.equal(fs.readFileSync(path.join(m.dir, 'a.txt'), 'utf8'), 'two\n', 'and the other file is left as it was')
+
   const badArgs = await client.callTool({ name: 'restore', arguments: { checkpoint: 'x' } }) as ToolText
   t.equal(badArgs.isError, true, 'mistyped arguments are a tool error')
   t.same(errors, [], 'the client saw no protocol error (stdout held only MCP)')
