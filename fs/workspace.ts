@@ -335,19 +335,28 @@ export class Workspace implements FsOps, InodeOps {
 
   /** Copies a lower file's content into blocks (first write). Holes stay holes. */
   private copyUp (m: InodeRecord): void {
-    const ref = m.lower
-    if (!ref || !isFile(m)) return
-    const src = this.lower.openContent(ref)
-    if ('blocks' in src) {
-      m.blocks = src.blocks.clone()
-    } else {
-      // a sparse file of the directory: its data extents only (fs/sparse.ts)
-      try {
-        m.blocks = copyIntoBlocks(src.fd, forOtherProcess(this.lower.pathOf(ref.p)), m.size, chunk => this.blocks.put(chunk))
-      } finally { fs.closeSync(src.fd) }
-    }
+    if (!m.lower || !isFile(m)) return
+    m.blocks = this.lowerContentBlocks(m)
     delete m.lower
     this.closeLowerFd(m.ino)
+  }
+
+  /**
+   * The content of file record `r`, whose content is still its lower file
+   * (`r.lower`), copied into blocks now (data extents only; frozen blocks are
+   * cloned); `r` itself is not changed. Copy-up uses it, and selective
+   * restore for a record that gets a name of its own while its lower file
+   * stays shared with other names (one name of a hard link restored alone).
+   * Throws FsError EIO when the lower file cannot be opened.
+   */
+  lowerContentBlocks (r: InodeRecord): BlockList {
+    const ref = r.lower!
+    const src = this.lower.openContent(ref)
+    if ('blocks' in src) return src.blocks.clone()
+    // a sparse file of the directory: its data extents only (fs/sparse.ts)
+    try {
+      return copyIntoBlocks(src.fd, forOtherProcess(this.lower.pathOf(ref.p)), r.size, chunk => this.blocks.put(chunk))
+    } finally { fs.closeSync(src.fd) }
   }
 
   private closeLowerFd (ino: Ino): void {

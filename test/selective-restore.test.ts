@@ -13,6 +13,7 @@ import { tempRoot, open, write, read, me } from './helpers/workspace.js'
 import type { Workspace } from '../fs/workspace.js'
 import type { InvalidationPlan } from '../fs/api.js'
 import { isDir } from '../fs/inode.js'
+import { writeBack } from '../fs/writeback.js'
 
 const noInvalidate = async (): Promise<void> => {}
 
@@ -203,3 +204,29 @@ function countInodes (ws: Workspace): number {
   walk('/')
   return n
 }
+
+t.test('one name of a hard link of the directory restored alone: two files after, also on disk after write-back', async t => {
+  const { root, lowerDir } = tempRoot(t, 'rewindfs-sel-')
+  fs.writeFileSync(path.join(lowerDir, 'a'), 'orig\n')
+  fs.linkSync(path.join(lowerDir, 'a'), path.join(lowerDir, 'b'))
+  const { ws, gens, db, blocks, close } = await open(root, lowerDir)
+  const c1 = await gens.mark(ws, {})
+  write(ws, '/a', 'broken\n') // through one name: both names show it
+  t.equal(read(ws, '/b'), 'broken\n')
+  await gens.mark(ws, {})
+  await gens.restorePaths(ws, c1.id, [{ path: 'a' }], noInvalidate)
+  t.equal(read(ws, '/a'), 'orig\n', 'the restored name has the checkpoint\'s bytes')
+  t.equal(read(ws, '/b'), 'broken\n', 'the other name keeps the live bytes')
+  t.equal(ws.getattr('/a').nlink, 1, 'the restored name is a file of its own')
+  t.equal(ws.getattr('/b').nlink, 1, 'and so is the other')
+  t.not(ws.getattr('/a').ino, ws.getattr('/b').ino)
+  await gens.mark(ws, {})
+  const dirFd = fs.openSync(lowerDir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
+  let r
+  try { r = await writeBack({ ws, gens, db, blocks, dir: lowerDir, dirFd, log: () => {} }) } finally { fs.closeSync(dirFd) }
+  t.same(r.errors, [])
+  t.equal(fs.readFileSync(path.join(lowerDir, 'a'), 'utf8'), 'orig\n', 'on disk: the restored bytes')
+  t.equal(fs.readFileSync(path.join(lowerDir, 'b'), 'utf8'), 'broken\n', 'on disk: the other name\'s bytes')
+  t.equal(fs.statSync(path.join(lowerDir, 'a')).nlink, 1, 'on disk: the link is broken, as in the workspace')
+  await close()
+})

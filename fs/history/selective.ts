@@ -29,7 +29,7 @@
  * from the head, which holds the saved changes).
  */
 import type { CheckpointId, Ino } from '../../base/types.js'
-import { type InodeRecord, type Link, cloneRecord, isDir, nowNs } from '../inode.js'
+import { type InodeRecord, type Link, cloneRecord, isDir, nowNs, S_IFMT, S_IFREG } from '../inode.js'
 import { type TableNode, applyChanges, lookup } from '../itable.js'
 import type { Workspace } from '../workspace.js'
 import type { InvalidationPlan } from '../api.js'
@@ -258,7 +258,18 @@ function graft (ws: Workspace, list: RestorePath[], loaded: Map<string, Loaded |
         const r = cloneRecord(n.r)
         r.ino = ino
         r.links = links
-        if (ino !== n.r.ino) delete r.lowerKey
+        if (ino !== n.r.ino) {
+          // a new inode: not one of the hard link group it was part of. Its names outside the
+          // graft stay with the live inode, and a lower file shared with those names is copied
+          // into blocks, so that write-back writes this name as a file of its own
+          const shared = r.lowerKey !== undefined || (r.unseen ?? 0) > 0 || n.r.links.length > 1
+          delete r.lowerKey
+          delete r.unseen
+          if (shared && r.lower !== undefined && (r.mode & S_IFMT) === S_IFREG) {
+            r.blocks = ws.lowerContentBlocks(r)
+            delete r.lower
+          }
+        }
         if (r.entries) r.entries = new Map([...r.entries].map(([k, v]) => [k, map.get(v) ?? v]))
         changes.set(ino, r)
       } else if (changes.get(ino) === null) changes.delete(ino)
