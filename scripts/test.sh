@@ -5,7 +5,7 @@
 # runs side by side never touch each other's mounts).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-limit=${REWINDFS_TEST_LIMIT:-1800}
+limit=${REWINDFS_TEST_LIMIT:-3600}
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/rewindfs-run-XXXXXX")
 chmod 755 "$run_tmp"   # tests run commands as an unprivileged user inside it
 export TMPDIR=$run_tmp
