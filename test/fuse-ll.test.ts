@@ -9,7 +9,7 @@ import path from 'node:path'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { LowLevelSession, FuseError, INO_BITS, INCARNATION_BITS, nodeId, lxattrs, lxattrList, lsetxattr, lremovexattr, CAP } from '../fuse/ll/session.js'
-import { mountMem, py, sh, tempDir, clearMount } from './helpers/ll-mount.js'
+import { mountMem, py, sh, tempDir, clearMount, LOCK_PROBE } from './helpers/ll-mount.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -165,31 +165,7 @@ out(res)
 
 t.test('flock and POSIX locks exclude between two processes (kernel-local locks)', async (t) => {
   const { mnt, s } = await mountMem(t)
-  const r = await py(mnt, `
-open('lk', 'w').close()
-a = open('lk', 'r+')
-fcntl.flock(a, fcntl.LOCK_EX)
-fcntl.lockf(a, fcntl.LOCK_EX, 10, 0)
-rd, wr = os.pipe()
-pid = os.fork()
-if pid == 0:
-    b = open('lk', 'r+')
-    r1 = err(lambda: fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB))
-    r2 = err(lambda: fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0))
-    r3 = err(lambda: fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 20))
-    os.write(wr, json.dumps([r1, r2, r3]).encode()); os._exit(0)
-os.waitpid(pid, 0)
-held = json.loads(os.read(rd, 1000))
-fcntl.flock(a, fcntl.LOCK_UN); fcntl.lockf(a, fcntl.LOCK_UN, 10, 0)
-pid = os.fork()
-if pid == 0:
-    b = open('lk', 'r+')
-    r1 = err(lambda: fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB))
-    r2 = err(lambda: fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0))
-    os.write(wr, json.dumps([r1, r2]).encode()); os._exit(0)
-os.waitpid(pid, 0)
-out({'held': held, 'free': json.loads(os.read(rd, 1000))})
-`)
+  const r = await py(mnt, `open('lk', 'w').close()\n${LOCK_PROBE}`)
   t.same(r.held, ['EAGAIN', 'EAGAIN', 0], 'a held flock and a held range lock refuse the other process; another range is free')
   t.same(r.free, [0, 0], 'released locks are taken')
   const c = s.counters()

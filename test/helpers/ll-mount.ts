@@ -97,3 +97,34 @@ export async function mountMem (t: Teardownable, o: { fs?: MemFsOptions, mount?:
   })
   return { fs: m, s, mnt, logs }
 }
+
+/**
+ * Python (for `py`) run in a directory holding an empty file `lk`: takes a
+ * flock and a POSIX range lock on it, then asks a forked process for the
+ * same flock, the same range and another range (non-blocking), releases
+ * both and asks again. Prints {held: [flock, range, other range], free:
+ * [flock, range]}, each 0 or the errno's name.
+ */
+export const LOCK_PROBE = `a = open('lk', 'r+')
+fcntl.flock(a, fcntl.LOCK_EX)
+fcntl.lockf(a, fcntl.LOCK_EX, 10, 0)
+rd, wr = os.pipe()
+pid = os.fork()
+if pid == 0:
+    b = open('lk', 'r+')
+    r1 = err(lambda: fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB))
+    r2 = err(lambda: fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0))
+    r3 = err(lambda: fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 20))
+    os.write(wr, json.dumps([r1, r2, r3]).encode()); os._exit(0)
+os.waitpid(pid, 0)
+held = json.loads(os.read(rd, 1000))
+fcntl.flock(a, fcntl.LOCK_UN); fcntl.lockf(a, fcntl.LOCK_UN, 10, 0)
+pid = os.fork()
+if pid == 0:
+    b = open('lk', 'r+')
+    r1 = err(lambda: fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB))
+    r2 = err(lambda: fcntl.lockf(b, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0))
+    os.write(wr, json.dumps([r1, r2]).encode()); os._exit(0)
+os.waitpid(pid, 0)
+out({'held': held, 'free': json.loads(os.read(rd, 1000))})
+`
