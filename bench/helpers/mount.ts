@@ -77,6 +77,8 @@ export interface MountOptions {
   populate?: (dir: string) => void | Promise<void>
   /** daemon start-up limit, ms (default 60000) */
   startMs?: number
+  /** extra environment for the daemon (e.g. REWINDFS_FUSE=ll to pick the FUSE layer) */
+  env?: NodeJS.ProcessEnv
 }
 
 /**
@@ -113,7 +115,7 @@ export async function mountRewind (tag: string, o: MountOptions = {}): Promise<R
   try {
     if (o.populate) await o.populate(dir)
     const log = fs.openSync(path.join(home, 'daemon.log'), 'a')
-    daemon = spawn(process.execPath, [cli, 'daemon', dir, '--store', store], { stdio: ['ignore', log, log], env: { ...process.env, REWINDFS_HOME: home } })
+    daemon = spawn(process.execPath, [cli, 'daemon', dir, '--store', store], { stdio: ['ignore', log, log], env: { ...process.env, ...o.env, REWINDFS_HOME: home } })
     fs.closeSync(log)
     const deadline = Date.now() + (o.startMs ?? 60000)
     let up = false

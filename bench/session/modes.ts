@@ -7,6 +7,7 @@
  *   native      plain directory in the temp dir, no checkpoints
  *   rewindfs    a rewindfs mount, a mark after every step over one connection
  *   rewindfs-b  the same served by a second build (--rewindfs-b PATH)
+ *   rewindfs-ll the same, this checkout on the libfuse 3 low-level layer (REWINDFS_FUSE=ll)
  *   git         git add -A + commit into a separate GIT_DIR after every step
  *               (work tree repo/: honours .gitignore; a path named .git is
  *               never captured, so the repository's own .git is not)
@@ -110,13 +111,13 @@ export function gitMode (force: boolean): Mode {
 }
 
 /** A rewindfs mount (build at `cli`, default this checkout's) with a mark after every step. */
-export function rewindMode (name: string, cli: string | undefined, label: string): Mode {
+export function rewindMode (name: string, cli: string | undefined, label: string, env?: NodeJS.ProcessEnv): Mode {
   return {
     name,
     label,
     prepare: async () => (cli && !fs.existsSync(cli)) ? `no build at ${cli} (run npm run setup in that checkout)` : null,
     start: async () => {
-      const m: RewindMount = await mountRewind(name.replace(/[^a-z0-9]/gi, ''), { cli })
+      const m: RewindMount = await mountRewind(name.replace(/[^a-z0-9]/gi, ''), { cli, env })
       return {
         dir: m.dir,
         checkpoint: async (step) => { await m.client.mark({ label: `step ${step + 1}` }) },
@@ -232,7 +233,7 @@ export function commitOf (dir: string): string {
 }
 
 /** Names of every mode, in the default order. */
-export const MODE_NAMES = ['native', 'rewindfs', 'rewindfs-b', 'git', 'git -f', 'btrfs', 'c-ll'] as const
+export const MODE_NAMES = ['native', 'rewindfs', 'rewindfs-b', 'rewindfs-ll', 'git', 'git -f', 'btrfs', 'c-ll'] as const
 
 /**
  * The modes named in `names` (default all; rewindfs-b only when `rewindfsB`,
@@ -249,6 +250,7 @@ export function selectModes (cleanup: CleanupStack, o: { names?: string[], rewin
         const b = path.resolve(o.rewindfsB)
         return rewindMode('rewindfs-b', cliOf(b), `rewindfs (build B: ${b}, ${commitOf(b)}), a mark after every step over one connection`)
       }
+      case 'rewindfs-ll': return rewindMode('rewindfs-ll', undefined, `rewindfs (this checkout, ${commitOf(o.repo)}) on the libfuse 3 low-level layer (REWINDFS_FUSE=ll), a mark after every step over one connection`, { REWINDFS_FUSE: 'll' })
       case 'git': return gitMode(false)
       case 'git -f': return gitMode(true)
       case 'btrfs': return btrfsMode(cleanup)
