@@ -28,6 +28,7 @@
 #define FUSE_USE_VERSION 34
 #define _GNU_SOURCE
 #include <fuse_lowlevel.h>
+#include <sys/resource.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -412,6 +413,14 @@ static const struct fuse_lowlevel_ops ops = {
 int main (int argc, char **argv) {
   if (argc != 3) { fprintf(stderr, "usage: passthrough-ll SOURCE MOUNTPOINT\n"); return 2; }
   umask(0);
+  /* one O_PATH descriptor per inode the kernel remembers: a session's node_modules passes 20,000,
+   * so raise the descriptor limit as far as the kernel allows (root may raise the hard limit to
+   * fs.nr_open; anyone else to the hard limit) */
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    struct rlimit want = { 1048576, 1048576 };
+    if (setrlimit(RLIMIT_NOFILE, &want) != 0) { nofile.rlim_cur = nofile.rlim_max; setrlimit(RLIMIT_NOFILE, &nofile); }
+  }
   root.fd = open(argv[1], O_PATH | O_DIRECTORY);
   if (root.fd < 0) { perror(argv[1]); return 1; }
   root.nlookup = 2;
