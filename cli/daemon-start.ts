@@ -9,7 +9,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { spawn } from 'node:child_process'
 import { fullDiskNote } from '../store/diskfull.js'
-import { CONNECTION_FILE } from '../daemon/token.js'
+import { CONNECTION_FILE } from '../proto/messages.js'
 import { CliError } from './errors.js'
 
 /** dist/cli/main.js: what `mount` runs as `node CLI_MAIN daemon DIR ...`. */

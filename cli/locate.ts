@@ -8,7 +8,7 @@ import path from 'node:path'
 import { Option } from 'commander'
 import { RewindClient } from '../client/client.js'
 import { findWorkspace, registered } from '../daemon/paths.js'
-import { CONNECTION_FILE } from '../daemon/token.js'
+import { CONNECTION_FILE } from '../proto/messages.js'
 import { OfflineError } from '../daemon/offline.js'
 import { CliError } from './errors.js'
 

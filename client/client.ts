@@ -14,18 +14,23 @@ import { WebSocket, type RawData } from 'ws'
 import { codec, reviveBytes } from '../proto/codec.js'
 import { isErrorCode } from '../proto/errors.js'
 import {
-  isConnectionInfo, isErrorReply, isEvent, isOkReply,
+  CONNECTION_FILE, TOKEN_FILE, isConnectionInfo, isErrorReply, isEvent, isOkReply,
   type CandidateInfo, type CheckpointEvent, type CheckpointId, type CheckpointInfo, type DiffEntry, type Encoding, type Event, type EventName,
   type ExportInfo, type GcPolicy, type GcReport, type RunEndInfo, type HelloInfo, type MemoryAddInfo, type MemoryEntry, type MemoryGetInfo, type Op, type OpArgs, type OpResults, type RestoreEvent, type RestoreInfo,
   type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo, type UndoInfo, type PathHistoryEntry,
 } from '../proto/messages.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
+import { wireArgs, type ApiArgs } from '../proto/api-args.js'
 import type { EffectBeginArgs } from '../proto/messages.js'
 import type { EffectBeginInfo, EffectInfo, EffectRegistration, GateInfo } from '../proto/effects.js'
 import { ConnectionError, RewindError, TimeoutError } from './errors.js'
 import { discover } from './discover.js'
 
 export { ConnectionError, RewindError, TimeoutError } from './errors.js'
+/** The arguments of each operation as this client's methods take them (proto/api-args.ts). */
+export type { ApiArgs } from '../proto/api-args.js'
+/** The names of the connection and token files in a store directory (defined once, in proto/messages.ts). */
+export { CONNECTION_FILE, TOKEN_FILE } from '../proto/messages.js'
 
 /** Default per-call timeout, ms. */
 export const DEFAULT_TIMEOUT_MS = 30000
@@ -109,7 +114,7 @@ export class RewindClient {
   // ------------------------------------------------------------ operations
 
   /** hello: version and capabilities of the server (done by connect; call again to refresh). */
-  hello (args: { client?: string } = {}, o?: CallOptions): Promise<HelloInfo> {
+  hello (args: ApiArgs<'hello'> = {}, o?: CallOptions): Promise<HelloInfo> {
     return this.call('hello', args, o)
   }
 
@@ -119,7 +124,7 @@ export class RewindClient {
   }
 
   /** Seal the current generation as a checkpoint; `context` (any JSON value) and `meta` (segment metadata) are stored with it. */
-  mark (args: { label?: string; context?: unknown; meta?: unknown } = {}, o?: CallOptions): Promise<CheckpointInfo> {
+  mark (args: ApiArgs<'mark'> = {}, o?: CallOptions): Promise<CheckpointInfo> {
     return this.call('mark', args, o)
   }
 
@@ -128,85 +133,80 @@ export class RewindClient {
    * `paths`: only those files or subtrees, on the current branch, as a new checkpoint (RestoreInfo.result);
    * `dryRun`: what would change (RestoreInfo.changes), nothing changed.
    */
-  restore (args: { id: CheckpointId; paths?: string[]; dryRun?: boolean }, o?: CallOptions): Promise<RestoreInfo> {
-    const a: { checkpoint: CheckpointId; paths?: string[]; dryRun?: boolean } = { checkpoint: args.id }
-    if (args.paths !== undefined) a.paths = args.paths
-    if (args.dryRun !== undefined) a.dryRun = args.dryRun
-    return this.call('restore', a, o)
+  restore (args: ApiArgs<'restore'>, o?: CallOptions): Promise<RestoreInfo> {
+    return this.call('restore', wireArgs<'restore'>(args), o)
   }
 
   /**
    * Revert what the segment ending at checkpoint `id` changed, where no later change touched the same paths;
    * with conflicts (UndoInfo.conflicts) nothing is applied. `dryRun`: change nothing.
    */
-  undo (args: { id: CheckpointId; dryRun?: boolean }, o?: CallOptions): Promise<UndoInfo> {
-    const a: { checkpoint: CheckpointId; dryRun?: boolean } = { checkpoint: args.id }
-    if (args.dryRun !== undefined) a.dryRun = args.dryRun
-    return this.call('undo', a, o)
+  undo (args: ApiArgs<'undo'>, o?: CallOptions): Promise<UndoInfo> {
+    return this.call('undo', wireArgs<'undo'>(args), o)
   }
 
   /** The checkpoints at which `path` changed, newest first: the current lineage, or every branch with `all`; at most `limit` (default 100); `meta`: with each checkpoint's segment metadata. */
-  history (args: { path: string; all?: boolean; limit?: number; meta?: boolean }, o?: CallOptions): Promise<PathHistoryEntry[]> {
+  history (args: ApiArgs<'history'>, o?: CallOptions): Promise<PathHistoryEntry[]> {
     return this.call('history', args, o)
   }
 
   /** Checkpoints newest first; all branches unless `branch`; at most `limit` (default 100 in the daemon). */
-  log (args: { branch?: string; limit?: number } = {}, o?: CallOptions): Promise<CheckpointInfo[]> {
+  log (args: ApiArgs<'log'> = {}, o?: CallOptions): Promise<CheckpointInfo[]> {
     return this.call('log', args, o)
   }
 
   /** Differences from checkpoint `a` to checkpoint `b` (or to the live workspace when b is absent). */
-  diff (args: { a: CheckpointId; b?: CheckpointId }, o?: CallOptions): Promise<DiffEntry[]> {
+  diff (args: ApiArgs<'diff'>, o?: CallOptions): Promise<DiffEntry[]> {
     return this.call('diff', args, o)
   }
 
   /** stat of workspace path `path` at checkpoint `id` (live when absent); null when absent. */
-  stat (args: { id?: CheckpointId; path: string }, o?: CallOptions): Promise<StatInfo | null> {
-    return this.call('stat', withCheckpoint(args), o)
+  stat (args: ApiArgs<'stat'>, o?: CallOptions): Promise<StatInfo | null> {
+    return this.call('stat', wireArgs<'stat'>(args), o)
   }
 
   /** Entries of directory `path` at checkpoint `id` (live when absent). */
-  readdir (args: { id?: CheckpointId; path: string }, o?: CallOptions): Promise<StatInfo[]> {
-    return this.call('readdir', withCheckpoint(args), o)
+  readdir (args: ApiArgs<'readdir'>, o?: CallOptions): Promise<StatInfo[]> {
+    return this.call('readdir', wireArgs<'readdir'>(args), o)
   }
 
   /** Bytes of file `path` at checkpoint `id` (live when absent) from `offset`, at most `length` (≤ 16 MiB). */
-  read (args: { id?: CheckpointId; path: string; offset?: number; length?: number }, o?: CallOptions): Promise<Uint8Array> {
-    return this.call('read', withCheckpoint(args), o)
+  read (args: ApiArgs<'read'>, o?: CallOptions): Promise<Uint8Array> {
+    return this.call('read', wireArgs<'read'>(args), o)
   }
 
   /** Context stored with checkpoint `id` (null when none). */
-  context (args: { id: CheckpointId }, o?: CallOptions): Promise<unknown> {
-    return this.call('context', { checkpoint: args.id }, o)
+  context (args: ApiArgs<'context'>, o?: CallOptions): Promise<unknown> {
+    return this.call('context', wireArgs<'context'>(args), o)
   }
 
   /** Checkpoints on the current lineage (parent links from the head, across branches), newest first, at most `limit` (1..80, default 80); step 0 is the oldest. */
-  candidates (args: { limit?: number } = {}, o?: CallOptions): Promise<CandidateInfo[]> {
+  candidates (args: ApiArgs<'candidates'> = {}, o?: CallOptions): Promise<CandidateInfo[]> {
     return this.call('candidates', args, o)
   }
 
   /** Append `entry` (a JSON object) to the rewind memory of `run` (kept by the daemon, durable); resolves to `{count}` entries now. */
-  memoryAdd (args: { run: string; entry: MemoryEntry }, o?: CallOptions): Promise<MemoryAddInfo> {
+  memoryAdd (args: ApiArgs<'memory_add'>, o?: CallOptions): Promise<MemoryAddInfo> {
     return this.call('memory_add', args, o)
   }
 
   /** The rewind memory of `run`: `{entries}` in insertion order. */
-  memoryGet (args: { run: string }, o?: CallOptions): Promise<MemoryGetInfo> {
+  memoryGet (args: ApiArgs<'memory_get'>, o?: CallOptions): Promise<MemoryGetInfo> {
     return this.call('memory_get', args, o)
   }
 
   /** Write checkpoint `id` as plain files into absolute directory `dir` (absent or empty, outside the workspace). */
-  export (args: { id: CheckpointId; dir: string }, o?: CallOptions): Promise<ExportInfo> {
-    return this.call('export', { checkpoint: args.id, dir: args.dir }, o)
+  export (args: ApiArgs<'export'>, o?: CallOptions): Promise<ExportInfo> {
+    return this.call('export', wireArgs<'export'>(args), o)
   }
 
   /** Pin checkpoint `id` (or unpin it with `pinned: false`): garbage collection never removes a pinned checkpoint. */
-  pin (args: { id: CheckpointId; pinned?: boolean }, o?: CallOptions): Promise<CheckpointInfo> {
-    return this.call('pin', { checkpoint: args.id, ...(args.pinned === undefined ? {} : { pinned: args.pinned }) }, o)
+  pin (args: ApiArgs<'pin'>, o?: CallOptions): Promise<CheckpointInfo> {
+    return this.call('pin', wireArgs<'pin'>(args), o)
   }
 
   /** Say that run `run` has ended: garbage collection stops keeping the checkpoints whose context names it. */
-  runEnd (args: { run: string }, o?: CallOptions): Promise<RunEndInfo> {
+  runEnd (args: ApiArgs<'run_end'>, o?: CallOptions): Promise<RunEndInfo> {
     return this.call('run_end', args, o)
   }
 
@@ -215,7 +215,7 @@ export class RewindClient {
    * GcPolicy); the workspace stays usable meanwhile. May take seconds on a
    * large store: give a `timeoutMs` in `o` to wait longer than the default.
    */
-  gc (args: Partial<GcPolicy> = {}, o?: CallOptions): Promise<GcReport> {
+  gc (args: ApiArgs<'gc'> = {}, o?: CallOptions): Promise<GcReport> {
     return this.call('gc', args, o)
   }
 
@@ -399,7 +399,7 @@ export class RewindClient {
     let url = this.opts.url
     if (url === undefined && this.opts.socketPath !== undefined) url = `ws+unix:${this.opts.socketPath}:/`
     if (url === undefined && storeDir !== undefined) {
-      const file = path.join(storeDir, 'daemon.json')
+      const file = path.join(storeDir, CONNECTION_FILE)
       let info: unknown
       try {
         info = JSON.parse(await fs.readFile(file, 'utf8'))
@@ -410,7 +410,7 @@ export class RewindClient {
       url = info.socket !== null ? `ws+unix:${info.socket}:/` : `ws://127.0.0.1:${info.port}/`
     }
     let token = this.opts.token
-    if (token === undefined && storeDir !== undefined) token = await readClientToken(path.join(storeDir, 'token'))
+    if (token === undefined && storeDir !== undefined) token = await readClientToken(path.join(storeDir, TOKEN_FILE))
     if ((url === undefined || token === undefined) && this.opts.workspace !== undefined) {
       let found
       try { found = await discover(this.opts.workspace) } catch (err) {
@@ -448,12 +448,6 @@ export class RewindClient {
     }
     if (isOkReply(msg) && typeof msg.id === 'number') this.settle(msg.id, { ok: msg.ok })
   }
-}
-
-/** Map api-style `{id?}` to the wire's `{checkpoint?}`. */
-function withCheckpoint<T extends { id?: CheckpointId }> (args: T): Omit<T, 'id'> & { checkpoint?: CheckpointId } {
-  const { id, ...rest } = args
-  return id === undefined ? rest : { ...rest, checkpoint: id }
 }
 
 /** Read a token file, refusing one that group or others can access. */

@@ -8,12 +8,7 @@
 import { randomBytes } from 'node:crypto'
 import { promises as fs, constants as fsc } from 'node:fs'
 import * as path from 'node:path'
-import type { ConnectionInfo } from '../proto/messages.js'
-
-/** Name of the token file inside the store directory. */
-export const TOKEN_FILE = 'token'
-/** Name of the connection file inside the store directory. */
-export const CONNECTION_FILE = 'daemon.json'
+import { CONNECTION_FILE, TOKEN_FILE, type ConnectionInfo } from '../proto/messages.js'
 
 const TOKEN_RE = /^[0-9a-f]{64}$/
 

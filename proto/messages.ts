@@ -299,9 +299,10 @@ export interface SubscribeInfo { events: EventName[] }
 
 /**
  * Arguments of each operation on the wire (the fields of a request besides
- * v, id, op). They are daemon/api.ts's arguments, except that a checkpoint id
- * argument named `id` in the api is named `checkpoint` on the wire, because
- * `id` is the request id (restore, stat, readdir, read, context, export).
+ * v, id, op). The TypeScript api's arguments are derived from them
+ * (api-args.ts ApiArgs): the same, except that a checkpoint argument is
+ * named `id` there and `checkpoint` on the wire, because `id` is the
+ * request id (restore, stat, readdir, read, context, export, pin, undo).
  */
 export interface OpArgs {
   hello: { client?: string }
@@ -445,9 +446,15 @@ export function isEvent (x: unknown): x is Event {
 
 // ---------------------------------------------------------------- connection file
 
+/** Name of the connection file (ConnectionInfo) inside the store directory: the one spelling of 'daemon.json'. */
+export const CONNECTION_FILE = 'daemon.json'
+/** Name of the token file inside the store directory (64 hex digits and a newline, mode 0600). */
+export const TOKEN_FILE = 'token'
+
 /**
- * The connection file `<storeDir>/daemon.json`, written by the daemon when it
- * listens: where to connect. The token is in `<storeDir>/token` (mode 0600).
+ * The connection file `<storeDir>/daemon.json` (CONNECTION_FILE), written by
+ * the daemon when it listens: where to connect. The token is in
+ * `<storeDir>/token` (TOKEN_FILE, mode 0600).
  */
 export interface ConnectionInfo {
   /** loopback TCP port, or null when listening only on a unix socket */

@@ -32,7 +32,7 @@ import path from 'node:path'
 import { spawn, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
-import { RewindClient } from '../client/client.js'
+import { RewindClient, CONNECTION_FILE } from '../client/client.js'
 import { type Manifest, manifest, manifestDiff, truncateMtime } from './manifest.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -147,7 +147,7 @@ async function main (): Promise<void> {
     // --- mount
     const m0 = performance.now()
     const mounted = await cli(`mount ${JSON.stringify(ws)} --store ${JSON.stringify(store)}`, { timeoutMs: 90000 })
-    daemonPid = (JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')) as { pid: number }).pid
+    daemonPid = (JSON.parse(fs.readFileSync(path.join(store, CONNECTION_FILE), 'utf8')) as { pid: number }).pid
     console.log(`${mounted.stdout.trim()} in ${fmt(performance.now() - m0)} ms`)
     if (!isMounted(ws)) throw new JobError(`${ws} is not in /proc/mounts after mount`)
     client = await RewindClient.connect({ storeDir: store, timeoutMs: 120000 })

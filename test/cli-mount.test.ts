@@ -14,7 +14,7 @@ import net from 'node:net'
 import path from 'node:path'
 import { execFile } from 'node:child_process'
 import { CLI, tempRoot, forceUnmount } from './helpers/mount.js'
-import { CONNECTION_FILE } from '../daemon/token.js'
+import { CONNECTION_FILE } from '../proto/messages.js'
 import { startDaemon } from '../daemon/daemon.js'
 import { parseSize } from '../cli/parse.js'
 

@@ -68,7 +68,7 @@ import { execFile, execFileSync, spawn } from 'node:child_process'
 import { promisify } from 'node:util'
 import { createHash } from 'node:crypto'
 import { mountWorkspace, CLI, type Mounted } from './helpers/mount.js'
-import { CONNECTION_FILE } from '../daemon/token.js'
+import { CONNECTION_FILE } from '../proto/messages.js'
 import { Prng } from './helpers/prng.js'
 import {
   manifest, projectManifest, diffLines, sameLines, WriterProc, killLeavingDeadMount, isMounted, alive, waitGone

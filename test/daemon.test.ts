@@ -11,7 +11,7 @@ import { promisify } from 'node:util'
 import WebSocket from 'ws'
 import { mountWorkspace, tempRoot, CLI } from './helpers/mount.js'
 import { killLeavingDeadMount } from './helpers/crash.js'
-import { CONNECTION_FILE } from '../daemon/token.js'
+import { CONNECTION_FILE } from '../proto/messages.js'
 
 const run = promisify(execFile)
 const MANIFEST = path.resolve(path.dirname(CLI), '../../scripts/manifest.sh')

@@ -21,7 +21,7 @@ import path from 'node:path'
 import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process'
 import { promisify } from 'node:util'
 import { CLI, forceUnmount } from './helpers/mount.js'
-import { CONNECTION_FILE } from '../daemon/token.js'
+import { CONNECTION_FILE } from '../proto/messages.js'
 import { safeLog } from '../daemon/log.js'
 
 const run = promisify(execFile)

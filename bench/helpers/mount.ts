@@ -14,6 +14,7 @@ import path from 'node:path'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { RewindClient } from '../../client/client.js'
+import { CONNECTION_FILE } from '../../proto/messages.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 /** this checkout's CLI, dist/cli/main.js */
@@ -120,7 +121,7 @@ export async function mountRewind (tag: string, o: MountOptions = {}): Promise<R
     const deadline = Date.now() + (o.startMs ?? 60000)
     let up = false
     while (Date.now() < deadline && alive(daemon)) {
-      try { if (JSON.parse(fs.readFileSync(path.join(store, 'daemon.json'), 'utf8')).pid === daemon.pid) { up = true; break } } catch {}
+      try { if (JSON.parse(fs.readFileSync(path.join(store, CONNECTION_FILE), 'utf8')).pid === daemon.pid) { up = true; break } } catch {}
       await sleep(25)
     }
     if (!up) throw new Error(`rewindfs daemon (${cli}) did not start: ${fs.readFileSync(path.join(home, 'daemon.log'), 'utf8').slice(-2000)}`)

@@ -9,7 +9,7 @@ import type { Command } from 'commander'
 import { RewindClient } from '../../client/client.js'
 import { SERVER_NAME } from '../../daemon/server.js'
 import { locate, workspaceOption } from '../locate.js'
-import { CONNECTION_FILE } from '../../daemon/token.js'
+import { CONNECTION_FILE } from '../../proto/messages.js'
 
 /** The default rewind memory run of a workspace: "mcp " and its path ('!' and control characters replaced; at most 200 characters, the proto's bound). */
 export function defaultMcpRun (workspace: string): string {

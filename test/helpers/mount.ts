@@ -12,7 +12,7 @@ import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_proces
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { RewindClient } from '../../client/client.js'
-import { CONNECTION_FILE } from '../../daemon/token.js'
+import { CONNECTION_FILE } from '../../proto/messages.js'
 
 const run = promisify(execFile)
 const here = path.dirname(fileURLToPath(import.meta.url))
