@@ -31,7 +31,7 @@ import {
   cloneRecord, isDir, isFile, isSymlink, nowNs
 } from './inode.js'
 import { type TableNode, applyChanges, lookup } from './itable.js'
-import { LowerLayer, type LowerEntry, recordOfLower, frozenBlocks } from './lower.js'
+import { LowerLayer, type LowerEntry, recordOfLower, frozenBlocks, lowerEntry } from './lower.js'
 import { BlockList, MAX_BLOCKS, isZeroBlock } from './blocklist.js'
 import { copyIntoBlocks, dataExtents, forOtherProcess } from './sparse.js'
 import { isNoSpace } from '../store/errors.js'
@@ -309,6 +309,43 @@ export class Workspace implements FsOps, InodeOps {
     ;m.subdirs = subdirs
     delete m.lower
     return m
+  }
+
+  /**
+   * Crash resume's "the directory wins" (fs/outside-edits.ts): `path`
+   * becomes the workspace directory's entry at the same path as it is now,
+   * a record of lower as a listing makes it (content and listing are read
+   * from the directory, nothing is copied). The live state must have no
+   * entry at `path` (the caller removes it first) and a directory as its
+   * parent. Throws FsError ENOENT/ENOTDIR for the parent, EEXIST when the
+   * entry exists, and the lstat's error when the directory has no such entry.
+   */
+  adoptLower (path: string): void {
+    const [dir, name] = this.parentOf(path)
+    if (dir.entries!.has(name)) fail(EEXIST, `${path}: file exists`)
+    const i = path.lastIndexOf('/')
+    const parent = i < 0 ? '' : path.slice(0, i)
+    const e = lowerEntry(this.lower.pathOf(parent), name, this.lower.readXattrs)
+    const d = this.mutable(dir.ino)
+    const r = this.fromLower({ ...d, lower: { s: this.lower.session, p: parent } }, e)
+    this.listedOnly.delete(r)
+    d.entries!.set(name, r.ino)
+    if (isDir(r)) d.subdirs = (d.subdirs ?? 0) + 1
+  }
+
+  /**
+   * Removes entry `path` without listing it (crash resume, fs/outside-edits.ts:
+   * the directory no longer has what it names): a non-directory, or a
+   * directory whose listing was never read or is empty. Throws ENOTEMPTY
+   * for a listed directory with entries, ENOENT when there is no entry.
+   */
+  dropEntry (path: string): void {
+    const [dir, name] = this.parentOf(path)
+    const ino = dir.entries!.get(name)
+    if (ino === undefined) fail(ENOENT, `${path}: no such file or directory`)
+    const r = this.must(ino)
+    if (isDir(r) && r.entries !== undefined && r.entries.size > 0) fail(ENOTEMPTY, `${path}: directory not empty`)
+    this.removeEntry(dir, name)
   }
 
   /** Registers the lower hard-link key of a record (made by a listing, or loaded at start-up after a restart). */

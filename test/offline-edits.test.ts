@@ -144,37 +144,75 @@ t.test('gc drops the frozen copies of sessions no kept checkpoint refers to', as
   }
 })
 
-t.test('after a crash, changes made to the directory before the next mount are named', async tt => {
-  // a fresh session (the previous subtest ended mounted after a clean remount)
-  fs.writeFileSync(p('through-mount.txt'), 'written through the mount\n')
-  await m.client.mark({ label: 'before the crash' })
-  const before = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').length
+t.test('after a crash, the directory wins for paths edited before the next mount, as a checkpoint of their own', async tt => {
+  const logText = (): string => fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8')
+  // a session whose lower layer holds edited.txt, keep.txt and gone.txt (written back by a clean unmount)
+  fs.writeFileSync(p('edited.txt'), 'written back\n')
+  fs.writeFileSync(p('keep.txt'), 'left alone\n')
+  fs.writeFileSync(p('gone.txt'), 'removed outside\n')
+  await m.unmount()
+  await m.remount()
+  // the session changes edited.txt and makes session-only.txt (both only in the store), then a fsync'd, unmarked write
+  fs.writeFileSync(p('edited.txt'), 'session version\n')
+  fs.writeFileSync(p('session-only.txt'), 'made in the session\n')
+  const before = await m.client.mark({ label: 'before the crash' })
+  const fd = fs.openSync(p('fsynced.txt'), 'w')
+  fs.writeSync(fd, 'fsynced, not marked\n')
+  fs.fsyncSync(fd)
+  fs.closeSync(fd)
+  const start = logText().length
   await m.kill9()
   await m.remount()
-  const quiet = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(before)
-  tt.match(quiet, /resumed from/, 'the mount after the kill resumes')
-  tt.notMatch(quiet, /changed after this session started/, 'nothing changed in between: no warning')
-  const mid = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').length
+  const quiet = logText().slice(start)
+  tt.match(quiet, /resumed from the state its last fsync made durable/, 'the mount after the kill resumes')
+  tt.notMatch(quiet, /while not mounted/, 'nothing edited in between: nothing said, nothing recorded')
+  const ids = (await m.client.log({ limit: 1000 })).map(c => c.id)
+  tt.equal(ids[0], before.id, 'and no checkpoint made')
   await m.kill9()
-  // files of the session's lower layer: what the directory holds now (the mount is gone)
-  const files = fs.readdirSync(m.dir).filter(n => fs.lstatSync(path.join(m.dir, n)).isFile()).sort()
-  tt.ok(files.length >= 2, `the directory holds files (${files.join(', ')})`)
-  const [edited, removed] = files as [string, string]
-  fs.appendFileSync(path.join(m.dir, edited), 'edited after the crash\n')
+  // the directory is the user's now: edit a path the session changed, remove one it only read, add one
+  fs.writeFileSync(path.join(m.dir, 'edited.txt'), 'outside version\n')
+  fs.rmSync(path.join(m.dir, 'gone.txt'))
+  fs.writeFileSync(path.join(m.dir, 'offline-new.txt'), 'made while not mounted\n')
+  const mid = logText().length
   await m.remount()
-  const esc = (x: string): string => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-  const said = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(mid)
-  tt.match(said, new RegExp(`warning: 1 path in .* changed after this session started, outside the mount \\(${esc(edited)}\\): the workspace shows the store's version; copies: \\S+ \\(README "After a crash"\\)`), `the edited file is named (${edited})`)
-  tt.ok(said.split('\n').every(l => l.length < 400), 'in short lines')
-  const keptDir = /; copies: (\S+) \(README/.exec(said)?.[1]
-  tt.ok(keptDir !== undefined && keptDir.startsWith(m.store), `the warning says where the edited file is kept (${keptDir})`)
-  tt.match(fs.readFileSync(path.join(keptDir ?? '/nonexistent', edited), 'utf8'), /edited after the crash\n$/, 'the copy holds the edit')
-  const mid2 = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').length
+  const said = logText().slice(mid)
+  const line = /rewindfs: 3 paths edited in \S+ while not mounted \(edited\.txt, gone\.txt, offline-new\.txt\): the directory's version wins, as checkpoint (\d+) "edits made while not mounted"; before them: checkpoint (\d+) \(README "After a crash"\)/.exec(said)
+  tt.ok(line, `one line names the edits and the checkpoint:\n${said}`)
+  tt.ok(said.split('\n').every(l => l.length < 300), 'every line is short')
+  tt.notOk(fs.existsSync(path.join(m.store, 'outside-edits')), 'no copies: the checkpoint holds every edit')
+  // the mounted view: the directory's version of each edited path, the session's work elsewhere
+  tt.equal(fs.readFileSync(p('edited.txt'), 'utf8'), 'outside version\n', 'the mount shows the edit made outside')
+  tt.notOk(fs.existsSync(p('gone.txt')), 'a file removed outside is gone')
+  tt.equal(fs.readFileSync(p('offline-new.txt'), 'utf8'), 'made while not mounted\n', 'a file made outside is there')
+  tt.equal(fs.readFileSync(p('session-only.txt'), 'utf8'), 'made in the session\n', 'work of the session the directory never had stays')
+  tt.equal(fs.readFileSync(p('fsynced.txt'), 'utf8'), 'fsynced, not marked\n', 'and the fsync\'d write too')
+  tt.equal(fs.readFileSync(p('keep.txt'), 'utf8'), 'left alone\n', 'a path nobody edited is as it was')
+  // the checkpoints: the edits on top of the last acknowledged state, sealed first
+  const log = await m.client.log({ limit: 1000 })
+  const edits = log.find(c => c.id === Number(line?.[1]))
+  const sealed = log.find(c => c.id === Number(line?.[2]))
+  tt.equal(edits?.label, 'edits made while not mounted', 'the edits are a checkpoint of their own')
+  tt.equal(sealed?.label, 'resumed after a crash', 'the fsync\'d state was sealed first')
+  tt.equal(sealed?.parent, before.id, 'on top of the last checkpoint')
+  tt.equal(edits?.parent, sealed?.id, 'the edits follow it')
+  tt.equal(log[0]!.id, edits?.id, 'and are the head')
+  await m.client.restore({ id: sealed!.id })
+  tt.equal(fs.readFileSync(p('edited.txt'), 'utf8'), 'session version\n', 'the store\'s earlier version stays restorable')
+  tt.equal(fs.readFileSync(p('fsynced.txt'), 'utf8'), 'fsynced, not marked\n', 'with the fsync\'d write')
+  tt.notOk(fs.existsSync(p('offline-new.txt')), 'and without the edits')
+  await m.client.restore({ id: edits!.id })
+  // another crash without edits: the same edits are neither taken nor recorded again
+  const count = (await m.client.log({ limit: 1000 })).length
+  const mid2 = logText().length
   await m.kill9()
-  fs.rmSync(path.join(m.dir, removed))
   await m.remount()
-  const said2 = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8').slice(mid2)
-  tt.match(said2, new RegExp(`warning: 2 paths in .* outside the mount \\(\\., ${esc(edited)}\\): the workspace shows the store's version; copies kept at an earlier mount`),
-    `a removed file (${removed}) shows as its directory; the earlier edit is still named, and its copy is not made again`)
-  tt.equal(fs.readdirSync(path.join(m.store, 'outside-edits')).filter(n => n !== 'kept.json').length, 1, 'one copy of the edit in outside-edits/')
+  tt.notMatch(logText().slice(mid2), /while not mounted/, 'a later resume does not find the same edits again')
+  tt.equal((await m.client.log({ limit: 1000 })).length, count, 'and records no checkpoint')
+  // the write-back agrees with the view
+  const view = manifest(m.dir)
+  await m.unmount()
+  tt.equal(manifest(m.dir), view, 'the unmount writes back what the mount showed')
+  tt.equal(fs.readFileSync(path.join(m.dir, 'edited.txt'), 'utf8'), 'outside version\n', 'the edit made outside is in the directory')
+  tt.equal(fs.readFileSync(path.join(m.dir, 'session-only.txt'), 'utf8'), 'made in the session\n', 'beside the session\'s work')
+  await m.remount()
 })
