@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs'
 import { FuseMount } from './adapter.js'
-import { LowLevelMount } from './ll-adapter.js'
+import { LowLevelMount, type KernelNodes } from './ll-adapter.js'
 import { requestCounts } from './binding.js'
 import type { FsOps, InodeOps, InvalidationPlan } from '../fs/api.js'
 
@@ -30,6 +30,8 @@ export interface WorkspaceMount {
   invalidate(plan: InvalidationPlan): Promise<void>
   /** FUSE requests received so far, by operation name */
   requestCounts(): Record<string, number>
+  /** the kernel's node ids as the low-level layer counts them (absent on hl: libfuse 2.9 keeps its own node table) */
+  kernelNodes?(): KernelNodes
 }
 
 export interface MountOptions {
@@ -43,7 +45,16 @@ export interface MountOptions {
 
 /** A mount of the workspace on `layer` (not mounted yet: call mount()). */
 export function workspaceMount (layer: FuseLayer, o: MountOptions): WorkspaceMount {
-  if (layer === 'll') return new LowLevelMount(o)
+  if (layer === 'll') {
+    const m = new LowLevelMount(o)
+    return {
+      mount: async () => await m.mount(),
+      unmount: async () => await m.unmount(),
+      invalidate: async (plan) => await m.invalidate(plan),
+      requestCounts: () => m.requestCounts(),
+      kernelNodes: () => m.nodes()
+    }
+  }
   const m = new FuseMount(o)
   return {
     mount: async () => await m.mount(),
