@@ -131,10 +131,12 @@ t.test('forget accounting through the daemon: every lookup is forgotten after dr
     if (s.kernelNodes === undefined) throw new Error('status has no kernelNodes: the daemon is not on the low-level layer')
     return s.kernelNodes
   }
-  const inodes = (await m.client.status()).inodes
+  let inodes = 0
   for (let round = 0; round < 10; round++) {
     const r = await py(m.dir, `out(sum(1 for i in range(${N}) if os.lstat('many/f%d' % i)))`)
     t.equal(r, N, `round ${round}: ${N} lookups answered`)
+    // the first round imports the files from the directory below the mount (status.inodes counts recorded inodes)
+    if (round === 0) inodes = (await m.client.status()).inodes
     const held = await nodes()
     t.ok(held.nodes >= N, `round ${round}: the kernel holds at least ${N} node ids (${held.nodes})`)
     await m.sh('sync; echo 2 > /proc/sys/vm/drop_caches')
