@@ -1,9 +1,10 @@
 /**
  * Which FUSE layer serves the mount, chosen by the environment variable
- * REWINDFS_FUSE: `hl` (default) the patched fuse-native on libfuse 2.9's
- * high-level, path-based API (fuse/adapter.ts); `ll` rewindfs's own binding
- * on libfuse 3's low-level API, by inode number (fuse/ll-adapter.ts).
- * README "Running" and DECISIONS.md say when each is the right one.
+ * REWINDFS_FUSE: `ll` (default) rewindfs's own binding on libfuse 3's
+ * low-level API, by inode number (fuse/ll-adapter.ts); `hl` the patched
+ * fuse-native on libfuse 2.9's high-level, path-based API
+ * (fuse/adapter.ts), kept selectable. README "Running" and DECISIONS.md
+ * say when each is the right one.
  */
 import fs from 'node:fs'
 import { FuseMount } from './adapter.js'
@@ -14,12 +15,12 @@ import type { FsOps, InodeOps, InvalidationPlan } from '../fs/api.js'
 /** The two layers: 'hl' libfuse 2.9 high-level (fuse-native), 'll' libfuse 3 low-level (fuse/ll). */
 export type FuseLayer = 'hl' | 'll'
 
-/** The layer REWINDFS_FUSE names (default 'hl'); throws an Error saying what to set for any other value. */
+/** The layer REWINDFS_FUSE names (default 'll'); throws an Error saying what to set for any other value. */
 export function fuseLayer (env: NodeJS.ProcessEnv = process.env): FuseLayer {
   const v = (env.REWINDFS_FUSE ?? '').trim().toLowerCase()
-  if (v === '' || v === 'hl') return 'hl'
-  if (v === 'll') return 'll'
-  throw new Error(`REWINDFS_FUSE=${env.REWINDFS_FUSE} is not a FUSE layer: set it to ll (libfuse 3 low-level) or hl (libfuse 2.9 high-level), or leave it unset (hl)`)
+  if (v === '' || v === 'll') return 'll'
+  if (v === 'hl') return 'hl'
+  throw new Error(`REWINDFS_FUSE=${env.REWINDFS_FUSE} is not a FUSE layer: set it to ll (libfuse 3 low-level) or hl (libfuse 2.9 high-level), or leave it unset (ll)`)
 }
 
 /** What the daemon needs of a mounted workspace, whichever the layer. */
