@@ -25,6 +25,8 @@ export interface ServiceDeps {
   protocol: number
   /** FUSE requests served so far, by operation name (status.requests); absent: not reported */
   requests?: () => Record<string, number>
+  /** the kernel's node ids as the FUSE layer counts them (status.kernelNodes); absent: not reported (hl) */
+  kernelNodes?: () => { nodes: number, lookups: number, forgetUnknown: number, afterForget: number }
   /** drops kernel caches (the FUSE mount) */
   invalidate: (plan: InvalidationPlan) => Promise<void>
   /** writes a checkpoint's tree to a directory */
@@ -69,7 +71,8 @@ export class Service implements RewindApi {
       dirtyInodes: this.d.generations.dirtyInodes(this.d.workspace),
       pid: process.pid,
       protocol: this.d.protocol,
-      ...(this.d.requests ? { requests: this.d.requests() } : {})
+      ...(this.d.requests ? { requests: this.d.requests() } : {}),
+      ...(this.d.kernelNodes ? { kernelNodes: this.d.kernelNodes() } : {})
     }
   }
 

@@ -1,25 +1,26 @@
 /**
  * Which FUSE layer serves the mount, chosen by the environment variable
- * REWINDFS_FUSE: `hl` (default) the patched fuse-native on libfuse 2.9's
- * high-level, path-based API (fuse/adapter.ts); `ll` rewindfs's own binding
- * on libfuse 3's low-level API, by inode number (fuse/ll-adapter.ts).
- * README "Running" and DECISIONS.md say when each is the right one.
+ * REWINDFS_FUSE: `ll` (default) rewindfs's own binding on libfuse 3's
+ * low-level API, by inode number (fuse/ll-adapter.ts); `hl` the patched
+ * fuse-native on libfuse 2.9's high-level, path-based API
+ * (fuse/adapter.ts), kept selectable. README "Running" and DECISIONS.md
+ * say when each is the right one.
  */
 import fs from 'node:fs'
 import { FuseMount } from './adapter.js'
-import { LowLevelMount } from './ll-adapter.js'
+import { LowLevelMount, type KernelNodes } from './ll-adapter.js'
 import { requestCounts } from './binding.js'
 import type { FsOps, InodeOps, InvalidationPlan } from '../fs/api.js'
 
 /** The two layers: 'hl' libfuse 2.9 high-level (fuse-native), 'll' libfuse 3 low-level (fuse/ll). */
 export type FuseLayer = 'hl' | 'll'
 
-/** The layer REWINDFS_FUSE names (default 'hl'); throws an Error saying what to set for any other value. */
+/** The layer REWINDFS_FUSE names (default 'll'); throws an Error saying what to set for any other value. */
 export function fuseLayer (env: NodeJS.ProcessEnv = process.env): FuseLayer {
   const v = (env.REWINDFS_FUSE ?? '').trim().toLowerCase()
-  if (v === '' || v === 'hl') return 'hl'
-  if (v === 'll') return 'll'
-  throw new Error(`REWINDFS_FUSE=${env.REWINDFS_FUSE} is not a FUSE layer: set it to ll (libfuse 3 low-level) or hl (libfuse 2.9 high-level), or leave it unset (hl)`)
+  if (v === '' || v === 'll') return 'll'
+  if (v === 'hl') return 'hl'
+  throw new Error(`REWINDFS_FUSE=${env.REWINDFS_FUSE} is not a FUSE layer: set it to ll (libfuse 3 low-level) or hl (libfuse 2.9 high-level), or leave it unset (ll)`)
 }
 
 /** What the daemon needs of a mounted workspace, whichever the layer. */
@@ -30,6 +31,8 @@ export interface WorkspaceMount {
   invalidate(plan: InvalidationPlan): Promise<void>
   /** FUSE requests received so far, by operation name */
   requestCounts(): Record<string, number>
+  /** the kernel's node ids as the low-level layer counts them (absent on hl: libfuse 2.9 keeps its own node table) */
+  kernelNodes?(): KernelNodes
 }
 
 export interface MountOptions {
@@ -43,7 +46,16 @@ export interface MountOptions {
 
 /** A mount of the workspace on `layer` (not mounted yet: call mount()). */
 export function workspaceMount (layer: FuseLayer, o: MountOptions): WorkspaceMount {
-  if (layer === 'll') return new LowLevelMount(o)
+  if (layer === 'll') {
+    const m = new LowLevelMount(o)
+    return {
+      mount: async () => await m.mount(),
+      unmount: async () => await m.unmount(),
+      invalidate: async (plan) => await m.invalidate(plan),
+      requestCounts: () => m.requestCounts(),
+      kernelNodes: () => m.nodes()
+    }
+  }
   const m = new FuseMount(o)
   return {
     mount: async () => await m.mount(),

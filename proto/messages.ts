@@ -202,6 +202,13 @@ export interface StatusInfo {
    * own (lookup, forget, ...). Absent from servers older than issue 10.
    */
   requests?: Record<string, Integer>
+  /**
+   * The kernel's node ids as the low-level FUSE layer counts them: held
+   * (looked up, not yet forgotten), their lookup counts summed, forgets of
+   * node ids not held and requests naming one (both 0 when the accounting
+   * is exact). Absent on the libfuse 2.9 layer and from older servers.
+   */
+  kernelNodes?: { nodes: Integer, lookups: Integer, forgetUnknown: Integer, afterForget: Integer }
 }
 
 /** Result of `hello`: what the server speaks. */

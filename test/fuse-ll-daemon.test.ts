@@ -108,3 +108,65 @@ t.test('flock and POSIX locks between two processes stay kernel-local', async t 
   t.same(r.held, ['EAGAIN', 'EAGAIN', 0], 'a held flock and a held range lock refuse the other process; another range is free')
   t.same(r.free, [0, 0], 'released locks are taken')
 })
+
+t.test('suid and sgid are cleared when another user writes through the daemon (the kernel does it: handle_killpriv off)', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 's'), 'x'); fs.chmodSync(path.join(dir, 's'), 0o6777) })
+  fs.chmodSync(m.root, 0o755) // the other user must reach the workspace
+  const before = await py(m.dir, "out(oct(os.stat('s').st_mode))")
+  t.equal(before, '0o106777', 'suid and sgid set')
+  const r = await py(m.dir, "fd = os.open('s', os.O_WRONLY); os.write(fd, b'y'); os.close(fd); out(oct(os.stat('s').st_mode))", { asUser: 65534 })
+  t.equal(r, '0o100777', 'a write by another user cleared suid and sgid, the rest kept')
+  const own = await py(m.dir, "os.chmod('s', 0o6755); fd = os.open('s', os.O_WRONLY); os.write(fd, b'z'); os.close(fd); out(oct(os.stat('s').st_mode))")
+  t.equal(own, '0o106755', "root's write keeps them (CAP_FSETID), as on a native filesystem")
+})
+
+t.test('forget accounting through the daemon: every lookup is forgotten after drop_caches, no request names a forgotten node id, no leak after 100,000 lookups', async t => {
+  const N = 10000
+  const m = await mountWorkspace(t, dir => {
+    fs.mkdirSync(path.join(dir, 'many'))
+    for (let i = 0; i < N; i++) fs.writeFileSync(path.join(dir, 'many', `f${i}`), 'x')
+  })
+  const nodes = async (): Promise<{ nodes: number, lookups: number, forgetUnknown: number, afterForget: number }> => {
+    const s = await m.client.status() as any
+    if (s.kernelNodes === undefined) throw new Error('status has no kernelNodes: the daemon is not on the low-level layer')
+    return s.kernelNodes
+  }
+  let inodes = 0
+  for (let round = 0; round < 10; round++) {
+    const r = await py(m.dir, `out(sum(1 for i in range(${N}) if os.lstat('many/f%d' % i)))`)
+    t.equal(r, N, `round ${round}: ${N} lookups answered`)
+    // the first round imports the files from the directory below the mount (status.inodes counts recorded inodes)
+    if (round === 0) inodes = (await m.client.status()).inodes
+    const held = await nodes()
+    t.ok(held.nodes >= N, `round ${round}: the kernel holds at least ${N} node ids (${held.nodes})`)
+    await m.sh('sync; echo 2 > /proc/sys/vm/drop_caches')
+    // FORGETs are asynchronous: give the kernel a moment to send them
+    let n = await nodes()
+    for (let i = 0; i < 200 && n.nodes > 0; i++) { await new Promise(resolve => setTimeout(resolve, 50)); n = await nodes() }
+  }
+  const end = await nodes()
+  t.equal(end.nodes, 0, 'every node id was forgotten: the adapter holds none')
+  t.equal(end.lookups, 0, 'and no lookup count')
+  t.equal(end.forgetUnknown, 0, 'no forget of a node id not held')
+  t.equal(end.afterForget, 0, 'no request named a node id after its last forget')
+  t.equal((await m.client.status()).inodes, inodes, 'the workspace holds the same inodes (lookups leak none)')
+  const after = await py(m.dir, "out(len(os.listdir('many')))")
+  t.equal(after, N, 'the files are all there')
+})
+
+t.test('a name looked up while missing (a negative entry the kernel caches) is visible at once after a restore brings it back', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'x'), 'x content'); fs.mkdirSync(path.join(dir, 'd')); fs.writeFileSync(path.join(dir, 'd', 'y'), 'y content') })
+  const cp = await m.client.mark({})
+  const gone = await py(m.dir, `
+os.unlink('x'); os.unlink('d/y')
+out([err(lambda: os.stat('x')), err(lambda: os.stat('d/y')), err(lambda: os.stat('x')), err(lambda: os.stat('never'))])
+`)
+  t.same(gone, ['ENOENT', 'ENOENT', 'ENOENT', 'ENOENT'], 'missing names are looked up (and cached as missing)')
+  const before = (await m.client.status()).requests ?? {}
+  await py(m.dir, "out([err(lambda: os.stat('x')) for i in range(50)])")
+  const after = (await m.client.status()).requests ?? {}
+  t.ok((after.lookup ?? 0) - (before.lookup ?? 0) < 10, `50 stats of a missing name cost ${(after.lookup ?? 0) - (before.lookup ?? 0)} lookups (the kernel caches the negative entry)`)
+  await m.client.restore({ id: cp.id })
+  const back = await py(m.dir, "out([open('x').read(), open('d/y').read(), err(lambda: os.stat('never'))])")
+  t.same(back, ['x content', 'y content', 'ENOENT'], 'the restored names are found at once (their negative entries were dropped), a still missing name stays missing')
+})

@@ -7,7 +7,9 @@
  *   native      plain directory in the temp dir, no checkpoints
  *   rewindfs    a rewindfs mount, a mark after every step over one connection
  *   rewindfs-b  the same served by a second build (--rewindfs-b PATH)
- *   rewindfs-ll the same, this checkout on the libfuse 3 low-level layer (REWINDFS_FUSE=ll)
+ *   rewindfs-hl the same, this checkout on the libfuse 2.9 layer (REWINDFS_FUSE=hl)
+ *   rewindfs-ll the same on the libfuse 3 low-level layer (REWINDFS_FUSE=ll,
+ *               the default since it was faster on every step; not in the default set)
  *   git         git add -A + commit into a separate GIT_DIR after every step
  *               (work tree repo/: honours .gitignore; a path named .git is
  *               never captured, so the repository's own .git is not)
@@ -233,7 +235,7 @@ export function commitOf (dir: string): string {
 }
 
 /** Names of every mode, in the default order. */
-export const MODE_NAMES = ['native', 'rewindfs', 'rewindfs-b', 'rewindfs-ll', 'git', 'git -f', 'btrfs', 'c-ll'] as const
+export const MODE_NAMES = ['native', 'rewindfs', 'rewindfs-b', 'rewindfs-hl', 'git', 'git -f', 'btrfs', 'c-ll'] as const
 
 /**
  * The modes named in `names` (default all; rewindfs-b only when `rewindfsB`,
@@ -244,7 +246,8 @@ export function selectModes (cleanup: CleanupStack, o: { names?: string[], rewin
   return names.map(n => {
     switch (n) {
       case 'native': return nativeMode()
-      case 'rewindfs': return rewindMode('rewindfs', undefined, `rewindfs (this checkout, ${commitOf(o.repo)}), a mark after every step over one connection`)
+      case 'rewindfs': return rewindMode('rewindfs', undefined, `rewindfs (this checkout, ${commitOf(o.repo)}, default FUSE layer: libfuse 3 low-level), a mark after every step over one connection`)
+      case 'rewindfs-hl': return rewindMode('rewindfs-hl', undefined, `rewindfs (this checkout, ${commitOf(o.repo)}) on the libfuse 2.9 layer (REWINDFS_FUSE=hl), a mark after every step over one connection`, { REWINDFS_FUSE: 'hl' })
       case 'rewindfs-b': {
         if (!o.rewindfsB) throw new Error('mode rewindfs-b needs --rewindfs-b PATH (a second checkout or worktree, built)')
         const b = path.resolve(o.rewindfsB)
@@ -255,7 +258,7 @@ export function selectModes (cleanup: CleanupStack, o: { names?: string[], rewin
       case 'git -f': return gitMode(true)
       case 'btrfs': return btrfsMode(cleanup)
       case 'c-ll': return cllMode(cleanup)
-      default: throw new Error(`unknown mode "${n}": choose from ${MODE_NAMES.join(', ')}`)
+      default: throw new Error(`unknown mode "${n}": choose from ${MODE_NAMES.join(', ')}, rewindfs-ll`)
     }
   })
 }

@@ -2,14 +2,14 @@
  * rewindfs's own N-API binding on libfuse 3's LOW-LEVEL API (3.14).
  *
  * Thread model (see README.md in this folder):
- *   - the LOOP thread (one pthread) reads requests from /dev/fuse
- *     (fuse_session_receive_buf on a non-blocking fd, poll when idle) and
- *     runs libfuse's dispatch. Our callbacks copy what the request carries
- *     (names, write data: libfuse's buffer is reused for the next request)
- *     into one malloc'd item, queue it and wake the JS thread (one
- *     uv_async_t; libuv coalesces wake-ups, the JS side drains the whole
- *     queue per wake-up). FORGET is answered here (it has no reply) and
- *     only its counts travel to JS. No loop thread ever waits for JS.
+ *   - the JS thread reads requests from /dev/fuse itself (a uv_poll_t on
+ *     the non-blocking fd; fuse_session_receive_buf + libfuse's dispatch,
+ *     at most READ_BATCH per wake-up). Our callbacks copy what the request
+ *     carries (names, write data: libfuse's buffer is reused for the next
+ *     request) into one malloc'd item and queue it; the queue is drained
+ *     right after the read. FORGET is answered at once (it has no reply)
+ *     and only its counts travel to JS. (A reader thread of its own, as
+ *     before, cost one more thread wake-up per request.)
  *   - the JS thread calls the handler of each item and answers (now or
  *     later) by calling a reply function, which calls fuse_reply_* directly
  *     (a writev on /dev/fuse; libfuse's reply path is thread safe). Pending
@@ -31,14 +31,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -158,17 +156,17 @@ typedef struct {
   struct fuse_session *se;
   char *mountpoint;
   int state;
-  int fd, wakefd;
+  int fd;
 
-  /* loop thread */
-  pthread_t loop;
-  int loop_started;
-  int stop;                 /* atomic: loop thread exits at its next iteration */
-  int exiting;              /* atomic: new requests are answered EIO by the loop thread */
-  int loop_done;            /* atomic: loop thread has ended */
-  int loop_joined;
+  /* reading /dev/fuse: a uv_poll_t on the JS thread's loop (no thread of its own) */
+  uv_poll_t poll;
+  int poll_inited;
+  struct fuse_buf rbuf;     /* libfuse's receive buffer, reused */
+  int stop;                 /* atomic: no more reading */
+  int exiting;              /* atomic: new requests are answered EIO */
+  int loop_done;            /* atomic: the kernel ended the connection (or reading failed) */
 
-  /* request queue (loop thread -> JS) */
+  /* request queue (libfuse's dispatch -> JS handlers; also notify completions) */
   pthread_mutex_t q_mut;
   ll_item_t *q_head, *q_tail;
   uv_async_t async;
@@ -238,7 +236,7 @@ static void ll_fuse_log (enum fuse_log_level level, const char *fmt, va_list ap)
   if (level <= FUSE_LOG_NOTICE || level == FUSE_LOG_DEBUG) fprintf(stderr, "libfuse: %s", line);
 }
 
-/* ================================================================ loop thread side */
+/* ================================================================ request side (called by libfuse's dispatch) */
 
 static ll_item_t *item_new (fuse_req_t req, uint32_t op, uint64_t ino, size_t extra) {
   ll_item_t *it = malloc(sizeof(ll_item_t) + extra + 1);
@@ -577,29 +575,7 @@ static void ll_init (void *userdata, struct fuse_conn_info *conn) {
   uv_async_send(&s->async);
 }
 
-static void *loop_main (void *arg) {
-  ll_session_t *s = arg;
-  struct fuse_buf buf = { .mem = NULL };
-  struct pollfd p[2] = { { .fd = s->fd, .events = POLLIN }, { .fd = s->wakefd, .events = POLLIN } };
-  while (!atomic_get(&s->stop)) {
-    int res = fuse_session_receive_buf(s->se, &buf);
-    if (res == -EAGAIN) {
-      if (poll(p, 2, -1) < 0 && errno != EINTR) { ll_log("poll: %s", strerror(errno)); break; }
-      continue;
-    }
-    if (res == -EINTR) continue;
-    if (res <= 0) break; /* 0: the kernel ended the connection (unmount, abort); <0: error */
-    if (buf.size >= sizeof(uint32_t) * 2) {
-      uint32_t opcode = ((uint32_t *) buf.mem)[1];
-      __atomic_fetch_add(&s->kops[opcode < LL_KOP_MAX ? opcode : LL_KOP_MAX], 1, __ATOMIC_RELAXED);
-    }
-    fuse_session_process_buf(s->se, &buf);
-  }
-  free(buf.mem);
-  atomic_set(&s->loop_done, 1);
-  uv_async_send(&s->async);
-  return NULL;
-}
+/* loop_main is gone: requests are read on the JS thread (on_readable, below). */
 
 /* ================================================================ notify thread */
 
@@ -942,18 +918,49 @@ static void on_async (uv_async_t *h) {
 
 static void async_closed (uv_handle_t *h) { (void) h; }
 
+/*
+ * /dev/fuse is readable: read requests (non-blocking) and hand them to JS
+ * at once, on this thread. Reading here instead of on a thread of its own
+ * saves one thread wake-up per request (two threads woken per request
+ * before: the reader, then the JS thread through uv_async; on a 2-vCPU VM
+ * a cross-CPU wake-up is a VM exit). At most READ_BATCH requests per call,
+ * so timers and the protocol's sockets get their turn.
+ */
+#define READ_BATCH 64
+static void on_readable (uv_poll_t *h, int status, int events) {
+  (void) events;
+  ll_session_t *s = h->data;
+  if (s->state != ST_MOUNTED || atomic_get(&s->loop_done)) return;
+  if (status < 0) { ll_log("poll of /dev/fuse: %s", uv_strerror(status)); }
+  for (int i = 0; i < READ_BATCH && !atomic_get(&s->stop); i++) {
+    int res = fuse_session_receive_buf(s->se, &s->rbuf);
+    if (res == -EAGAIN) break;
+    if (res == -EINTR) continue;
+    if (res <= 0) { /* 0: the kernel ended the connection (unmount, abort); <0: error */
+      if (res < 0 && res != -ENODEV) ll_log("reading /dev/fuse: %s", strerror(-res));
+      atomic_set(&s->loop_done, 1);
+      uv_poll_stop(&s->poll);
+      break;
+    }
+    if (s->rbuf.size >= sizeof(uint32_t) * 2) {
+      uint32_t opcode = ((uint32_t *) s->rbuf.mem)[1];
+      __atomic_fetch_add(&s->kops[opcode < LL_KOP_MAX ? opcode : LL_KOP_MAX], 1, __ATOMIC_RELAXED);
+    }
+    fuse_session_process_buf(s->se, &s->rbuf);
+  }
+  /* dispatch what was queued (and INIT, a gone connection, finished notify jobs) */
+  on_async(&s->async);
+}
+
 static void teardown_finish (ll_session_t *s, napi_value recv) {
   napi_env env = s->env;
   atomic_set(&s->stop, 1);
-  uint64_t one = 1;
-  if (write(s->wakefd, &one, sizeof one) < 0) { /* the loop thread also exits on ENODEV */ }
-  if (s->loop_started && !s->loop_joined) { pthread_join(s->loop, NULL); s->loop_joined = 1; }
-  /* requests the loop thread queued after fail_pending */
+  if (s->poll_inited) { uv_poll_stop(&s->poll); uv_close((uv_handle_t *) &s->poll, async_closed); s->poll_inited = 0; }
   fail_pending(s);
   fuse_session_unmount(s->se);
   fuse_session_destroy(s->se);
   s->se = NULL;
-  close(s->wakefd);
+  free(s->rbuf.mem); s->rbuf.mem = NULL;
   s->state = ST_DONE;
   uv_close((uv_handle_t *) &s->async, async_closed);
   napi_value u;
@@ -1369,7 +1376,7 @@ static napi_value n_mount (napi_env env, napi_callback_info info) {
   napi_get_value_string_utf8(env, argv[0], s->mountpoint, mlen + 1, &mlen);
   s->env = env;
   s->free_head = SLOT_NONE;
-  s->fd = s->wakefd = -1;
+  s->fd = -1;
 
   uint32_t nargs = 0;
   napi_get_array_length(env, argv[1], &nargs);
@@ -1446,7 +1453,6 @@ static napi_value n_mount (napi_env env, napi_callback_info info) {
   }
   s->fd = fuse_session_fd(s->se);
   fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
-  s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 
   napi_value self;
   napi_create_external(env, s, session_finalize, NULL, &self);
@@ -1472,8 +1478,11 @@ static napi_value n_mount (napi_env env, napi_callback_info info) {
   s->state = ST_MOUNTED;
 
   if (pthread_create(&s->nthread, NULL, notify_main, s) == 0) { s->n_started = 1; pthread_detach(s->nthread); }
-  if (pthread_create(&s->loop, NULL, loop_main, s) == 0) s->loop_started = 1;
-  else { ll_log("cannot start the loop thread"); atomic_set(&s->loop_done, 1); uv_async_send(&s->async); }
+  if (uv_poll_init(loop, &s->poll, s->fd) == 0) {
+    s->poll.data = s;
+    s->poll_inited = 1;
+    uv_poll_start(&s->poll, UV_READABLE, on_readable);
+  } else { ll_log("cannot poll /dev/fuse"); atomic_set(&s->loop_done, 1); uv_async_send(&s->async); }
   return self;
 
 bad_scratch:
