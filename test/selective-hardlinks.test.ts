@@ -134,3 +134,25 @@ t.test('names of one inode at the checkpoint, all restored, stay one inode (sele
   t.equal(ws.getattr('/a/x').nlink, 3)
   await close()
 })
+
+t.test('a path at neither the checkpoint nor now is refused; a restore that changes nothing makes no checkpoint', async t => {
+  const { root, lowerDir } = tempRoot(t, 'rewindfs-selhl-')
+  const { ws, gens, close } = await open(root, lowerDir)
+  write(ws, '/a.txt', 'v1')
+  const c1 = await gens.mark(ws, {})
+  write(ws, '/b.txt', 'unsaved elsewhere')
+  const n = gens.checkpoints.size
+  await t.rejects(gens.restorePaths(ws, c1.id, [{ path: 'no-such.txt' }], noInvalidate),
+    { code: 'E_NOT_FOUND', message: /no-such\.txt: no such path at checkpoint 1 nor in the workspace.*nothing was changed/ })
+  await t.rejects(gens.restorePaths(ws, c1.id, [{ path: 'a.txt' }, { path: 'gone/x' }], noInvalidate, { dryRun: true }),
+    { code: 'E_NOT_FOUND', message: /^gone\/x: / }, 'a dry run is refused the same way')
+  t.equal(gens.checkpoints.size, n, 'no checkpoint was made (the unsaved change was not sealed)')
+  t.equal(read(ws, '/b.txt'), 'unsaved elsewhere')
+  const same = await gens.restorePaths(ws, c1.id, [{ path: 'a.txt' }], noInvalidate)
+  t.equal(same.result, null, 'a.txt is as at checkpoint 1: nothing restored')
+  t.equal(same.saved, null, 'and the unsaved change elsewhere was not sealed for it')
+  t.equal(gens.checkpoints.size, n, 'no checkpoint at all')
+  // the undo messages name undo
+  await t.rejects(gens.undo(ws, c1.id, noInvalidate, false), { code: 'E_BAD_REQUEST', message: /^undo 1: checkpoint 1 is the first checkpoint/ })
+  await close()
+})

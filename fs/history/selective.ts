@@ -87,9 +87,12 @@ export function normaliseRestorePaths (items: RestorePath[]): RestorePath[] {
  * RestoreInfo with `paths`, `changes` (what differs at those paths, from
  * the state before to checkpoint `id`, as diff lists it), `dryRun`, and
  * `result`: the new checkpoint, or null for a dry run or when nothing
- * differed. Unknown id → E_UNKNOWN_CHECKPOINT, root or no path →
- * E_BAD_REQUEST, a path whose parent directory is missing in the live
- * workspace while the path exists at `id` → E_NOT_FOUND; then nothing
+ * differed (then no checkpoint is made at all, `saved` is null: the
+ * paths are compared as diff does before anything is sealed). Unknown id →
+ * E_UNKNOWN_CHECKPOINT, root or no path → E_BAD_REQUEST, a path that exists
+ * neither at `id` nor in the live workspace → E_NOT_FOUND (details.paths);
+ * then nothing changed. A path whose parent directory is missing in the
+ * live workspace while the path exists at `id` → E_NOT_FOUND; then nothing
  * changed (unsaved changes may have been sealed as a checkpoint).
  */
 export async function restorePaths (g: Generations, ws: Workspace, id: CheckpointId, items: RestorePath[],
@@ -100,9 +103,23 @@ export async function restorePaths (g: Generations, ws: Workspace, id: Checkpoin
   const paths = list.map(i => i.path)
   const target = await g.tableOf(id)
   const view = new TreeView(g, ws, target)
+  // a path neither at the checkpoint nor in the workspace is a mistake (a typo, a wrong checkpoint): refused, nothing changed
+  const missing: string[] = []
+  for (const it of list) {
+    if (it.attrsOnly === true || await view.at(it.path) !== null) continue
+    try { ws.resolve('/' + it.path) } catch (e) { if (!(e instanceof FsError)) throw e; missing.push(it.path) }
+  }
+  if (missing.length > 0) {
+    throw new ApiError('E_NOT_FOUND', `${missing.join(', ')}: no such path at checkpoint ${id} nor in the workspace, so there is nothing to restore; nothing was changed (check the path; rewindfs log PATH --all lists the checkpoints at which a path changed)`, { paths: missing })
+  }
+  // what the restore changes, from the live state (diff compares what the paths hold)
+  const preview = await previewChanges(g, ws, ws.liveTable(), target, list, true)
   if (o.dryRun === true) {
-    const changes = await previewChanges(g, ws, ws.liveTable(), target, list, true)
-    return { checkpoint: id, branch: g.state.branch, changed: changes.length, ms: performance.now() - t0, saved: null, paths, dryRun: true, changes, result: null }
+    return { checkpoint: id, branch: g.state.branch, changed: preview.length, ms: performance.now() - t0, saved: null, paths, dryRun: true, changes: preview, result: null }
+  }
+  // the paths already hold what they held at the checkpoint: nothing to do, and no checkpoint (not even of unsaved changes elsewhere)
+  if (preview.length === 0) {
+    return { checkpoint: id, branch: g.state.branch, changed: 0, ms: performance.now() - t0, saved: null, paths, dryRun: false, changes: [], result: null }
   }
   const label = `before restore of paths from ${id}`
   let saved: CheckpointId | null = null
