@@ -12,7 +12,7 @@
  * |---|---|
  * | `genesis` | `format`, `migratedFrom?` |
  * | `register` | `tool`, `class`, `exclude` (JSON Pointers), `description` |
- * | `begin` | `occurrence` (= its seq), `tool`, `class`, `target`, `identity`, `identitySource`, `actor`, `preState`, `compensates`, `gate` (rule), `deadline` (ms) |
+ * | `begin` | `occurrence` (the effect's own number: 1, 2, 3, … in begin order, one more than the largest before it; ledgers written before that numbered effects by their entry's seq, and their new effects go on after the largest), `tool`, `class`, `target`, `identity`, `identitySource`, `actor`, `preState`, `compensates`, `gate` (rule), `deadline` (ms) |
  * | `status` | `occurrence`, `status` (pending, confirmed, failed, unknown), `evidence` |
  * | `reconcile` | `occurrence`, `verdict`, `evidence` |
  * | `override` | `occurrence`, `reason`, `user`, `uid` |
@@ -172,6 +172,8 @@ export class Ledger {
   damaged: ChainProblem[] = []
   /** entries read or written */
   entries = 0
+  /** the largest occurrence id of the ledger (0 before the first begin): the next is one more */
+  private lastOccurrence = 0
 
   private constructor (readonly storeDir: string, private readonly opts: LedgerOptions) {}
 
@@ -362,12 +364,12 @@ export class Ledger {
       if (free !== null && free < need) throw new EffectError('E_NO_SPACE', `the store's filesystem has ${free} bytes free, fewer than the ${need} needed to record the intent: nothing was attempted; free space and begin again`, { free, need })
       const a = (this.opts.actor ?? (() => ({ checkpoint: null, generation: 0, branch: 'main' })))()
       const actor: EffectActor = { run, attempt, checkpoint: a.checkpoint, generation: a.generation, branch: a.branch }
-      const seq = (this.head?.seq ?? 0) + this.pendingMarks.length + 1
+      const occurrence = this.lastOccurrence + 1
       await this.write([{
-        kind: 'begin', occurrence: seq, tool, class: reg.class, target, identity, identitySource: args.identity !== undefined ? 'given' : 'derived',
+        kind: 'begin', occurrence, tool, class: reg.class, target, identity, identitySource: args.identity !== undefined ? 'given' : 'derived',
         actor, preState, compensates, gate: d.rule, deadline: this.now() + timeoutMs,
       }], true)
-      return { occurrence: seq, identity, gate: gateInfo(d) }
+      return { occurrence, identity, gate: gateInfo(d) }
     })
   }
 
@@ -579,6 +581,7 @@ export class Ledger {
           status: 'intent', history: [{ status: 'intent', time: e.time, evidence: { gate: f.gate } }], reconcile: null, override: null, deadline: f.deadline,
         }
         this.occs.set(o.occurrence, o)
+        this.lastOccurrence = Math.max(this.lastOccurrence, o.occurrence)
         if (o.compensates !== null) this.occs.get(o.compensates)?.compensations.push(o.occurrence)
         else {
           const key = o.target + '\0' + o.identity

@@ -13,7 +13,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { createLedgerSync, LEDGER_FILE, LEDGER_HEAD_FILE, verifyLedger } from '../store/effect-chain.js'
+import { createLedgerSync, entryLine, LEDGER_FILE, LEDGER_HEAD_FILE, sealEntry, verifyLedger, writeHeadSync } from '../store/effect-chain.js'
 import { EffectError, Ledger } from '../effects/ledger.js'
 import { deriveIdentity } from '../effects/identity.js'
 
@@ -268,4 +268,38 @@ t.test('an intent survives kill -9 and reads back as unknown; restores list the 
   const kinds = fs.readFileSync(path.join(dir, LEDGER_FILE), 'utf8').trimEnd().split('\n').map(x => JSON.parse(x).kind)
   tt.same(kinds, ['genesis', 'register', 'begin', 'status', 'checkpoint', 'begin', 'restore'], 'checkpoints and restores are entries of their own, in order')
   tt.equal(verifyLedger(dir).ok, true)
+})
+
+t.test('effects are numbered on their own: 1, 2, 3 whatever other entries lie between; a ledger that numbered them by entry goes on after its largest', async tt => {
+  const dir = store(tt)
+  const l = await Ledger.open(dir)
+  for (const tool of ['a', 'b', 'c', 'd', 'e']) await l.register({ tool, class: 'idempotent' })
+  l.noteCheckpoint({ checkpoint: 1, generation: 1, branch: 'main', parent: null })
+  const first = await l.begin({ tool: 'a', target: 'http://t/1', identity: 'x' })
+  tt.equal(first.occurrence, 1, 'the first effect is #1 (after a genesis, five registrations and a checkpoint entry)')
+  await l.complete({ occurrence: first.occurrence, status: 'confirmed' })
+  l.noteCheckpoint({ checkpoint: 2, generation: 2, branch: 'main', parent: 1 })
+  const second = await l.begin({ tool: 'b', target: 'http://t/2', identity: 'y' })
+  tt.equal(second.occurrence, 2, 'the second is #2')
+  tt.equal((await Ledger.open(dir)).get(2)?.tool, 'b', 'reopened, #2 is the second effect')
+  tt.equal(verifyLedger(dir).ok, true)
+
+  // a ledger written before: its begin's occurrence is the entry's seq (4)
+  const old = fs.mkdtempSync(path.join(os.tmpdir(), 'rwfs-ledger-'))
+  tt.teardown(() => fs.rmSync(old, { recursive: true, force: true }))
+  createLedgerSync(old, { format: 3 })
+  const o = await Ledger.open(old)
+  await o.register({ tool: 'a', class: 'idempotent' })
+  await o.register({ tool: 'b', class: 'idempotent' })
+  const lines = fs.readFileSync(path.join(old, LEDGER_FILE), 'utf8').trimEnd().split('\n')
+  const last = JSON.parse(lines.at(-1)!)
+  const e = sealEntry({ kind: 'begin', occurrence: 4, tool: 'a', class: 'idempotent', target: 'http://t/1', identity: 'x', identitySource: 'given', actor: { run: null, attempt: null, checkpoint: null, generation: 0, branch: 'main' }, preState: null, compensates: null, gate: 'new', deadline: Date.now() + 60000 }, { seq: last.seq, hash: last.hash })
+  tt.equal(e.seq, 4)
+  fs.appendFileSync(path.join(old, LEDGER_FILE), entryLine(e))
+  writeHeadSync(old, { seq: e.seq, hash: e.hash })
+  const o2 = await Ledger.open(old)
+  tt.equal(o2.get(4)?.tool, 'a', 'the old effect keeps its number')
+  const next = await o2.begin({ tool: 'b', target: 'http://t/2', identity: 'y' })
+  tt.equal(next.occurrence, 5, 'a new one goes on after the largest')
+  tt.equal(verifyLedger(old).ok, true)
 })

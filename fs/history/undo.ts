@@ -58,10 +58,10 @@ export function lineage (g: Generations): CheckpointId[] {
 export async function undoSegment (g: Generations, ws: Workspace, id: CheckpointId, dryRun: boolean,
   restore: (from: CheckpointId, items: RestorePath[], dryRun: boolean, label: string) => Promise<UndoInfo['restore']>): Promise<UndoInfo> {
   const cp = g.checkpoint(id)
-  if (cp.parent === null) throw new ApiError('E_BAD_REQUEST', `checkpoint: ${id} is the first checkpoint, so there is no segment before it to undo (restore paths from it instead)`, { field: 'checkpoint' })
+  if (cp.parent === null) throw new ApiError('E_BAD_REQUEST', `undo ${id}: checkpoint ${id} is the first checkpoint, so there is no segment before it to undo (restore paths from it instead: rewindfs restore ${id} -- PATH)`, { field: 'checkpoint' })
   const line = lineage(g)
   const at = line.indexOf(id)
-  if (at < 0) throw new ApiError('E_BAD_REQUEST', `checkpoint: ${id} is not on the current lineage (head #${g.state.head}); undo reverts a segment the workspace came through — restore its paths instead (rewindfs restore ID -- PATH)`, { field: 'checkpoint' })
+  if (at < 0) throw new ApiError('E_BAD_REQUEST', `undo ${id}: checkpoint ${id} is not on the current lineage (head #${g.state.head}); undo reverts a segment the workspace came through — restore its paths instead (rewindfs restore ID -- PATH)`, { field: 'checkpoint' })
   const segment = await diffCheckpoints(g, ws, cp.parent, id)
   // every later change: the later segments on the lineage, then the unsaved changes
   const later: Array<DiffEntry & { by: CheckpointId | null }> = []
