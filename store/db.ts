@@ -23,10 +23,10 @@ import { CorruptStoreError, StoreClosedError, StoreError, StoreFormatError, Stor
 import { initNewStore, migrationPath } from './migrate.js'
 
 /** Kinds of record, one key prefix (sublevel) each. Values of all but `meta` and `block` are owned by other modules. */
-export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch' | 'memory' | 'run'
+export type RecordKind = 'meta' | 'block' | 'node' | 'gen' | 'checkpoint' | 'context' | 'lower' | 'branch' | 'memory' | 'run' | 'hist'
 
 /** Every record kind, in key-prefix order. */
-export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoint', 'context', 'gen', 'lower', 'memory', 'meta', 'node', 'run']
+export const RECORD_KINDS: readonly RecordKind[] = ['block', 'branch', 'checkpoint', 'context', 'gen', 'hist', 'lower', 'memory', 'meta', 'node', 'run']
 
 /** A key: a string is used as is; a number must be a safe non-negative integer and is encoded with `intKey`. */
 export type StoreKey = string | number
@@ -34,10 +34,11 @@ export type StoreKey = string | number
 /**
  * On-disk format version written to meta `format` (FORMAT.md "Versions"):
  * 3 since block lists may hold runs of holes (fs/blocklist.ts), 4 since the
- * store keeps the effect ledger (store/effect-chain.ts). Older formats are
+ * store keeps the effect ledger (store/effect-chain.ts), 5 since it keeps
+ * the per-path history index (kind `hist`, fs/history/path-index.ts). Older formats are
  * migrated step by step (store/migrate.ts).
  */
-export const STORE_FORMAT = 4
+export const STORE_FORMAT = 5
 
 /** The one shared codec: msgpack maps, no records extension (FORMAT.md "Metadata database"). */
 export const packr = new Packr({ useRecords: false })

@@ -18,6 +18,15 @@
  *   `<store>/effects/ledger.jsonl` with a first `genesis` entry
  *   `{format: 4, migratedFrom: 3}` and `effects/head.json`, fsynced;
  *   skipped when the ledger exists (an interrupted migration).
+ * - 4 -> 5 (the per-path history index, kind `hist`): nothing to rewrite
+ *   here; the version is raised so that an older rewindfs, which would
+ *   not keep the index, refuses the store. The backfill (the index keys
+ *   of every format-4 checkpoint) needs the inode tables, which store/
+ *   does not read (fs/ imports store/, not the reverse): it runs when
+ *   fs/history opens the store (Generations.open → path-index.ts
+ *   backfillIndex), one batch per checkpoint. A checkpoint not backfilled
+ *   yet is one the index does not cover, and every history query examines
+ *   it, so history stays exact before, during and after the backfill.
  */
 import { createLedgerSync } from './effect-chain.js'
 
@@ -27,7 +36,8 @@ export interface MigrationStep { to: number, run: (storeDir: string) => Promise<
 /** The steps this build runs, keyed by the format they start from. */
 export const MIGRATIONS: Readonly<Record<number, MigrationStep>> = {
   2: { to: 3, run: async () => {} },
-  3: { to: 4, run: async (storeDir) => { createLedgerSync(storeDir, { format: 4, migratedFrom: 3 }) } }
+  3: { to: 4, run: async (storeDir) => { createLedgerSync(storeDir, { format: 4, migratedFrom: 3 }) } },
+  4: { to: 5, run: async () => {} }
 }
 
 /**

@@ -4,7 +4,7 @@
  * (test/fixtures/make-store-format2.sh): three checkpoints with a dense
  * file, a sparse one, a symlink, an empty directory, then an unmount that
  * wrote the final state back into its `ws/`. This version must open it,
- * migrate it step by step (2 -> 3 -> 4, store/migrate.ts), restore each
+ * migrate it step by step (2 -> 3 -> 4 -> 5, store/migrate.ts), restore each
  * checkpoint exactly (sha256 of every file, computed from the fixture
  * script's inputs), keep writing to it in the new form, and verify clean.
  *
@@ -106,9 +106,10 @@ t.test('a format-2 store opens, migrates and restores every checkpoint exactly',
 })
 
 t.test('the migrations are one chain: every older format reaches STORE_FORMAT, nothing else does', async t => {
-  t.equal(STORE_FORMAT, 4)
-  t.same(migrationPath(2, STORE_FORMAT)?.map(s => s.to), [3, 4], '2 -> 3 -> 4')
-  t.same(migrationPath(3, STORE_FORMAT)?.map(s => s.to), [4], '3 -> 4')
+  t.equal(STORE_FORMAT, 5)
+  t.same(migrationPath(2, STORE_FORMAT)?.map(s => s.to), [3, 4, 5], '2 -> 3 -> 4 -> 5')
+  t.same(migrationPath(3, STORE_FORMAT)?.map(s => s.to), [4, 5], '3 -> 4 -> 5')
+  t.same(migrationPath(4, STORE_FORMAT)?.map(s => s.to), [5], '4 -> 5 (test/history-index.test.ts opens the format-4 fixture)')
   t.same(migrationPath(STORE_FORMAT, STORE_FORMAT), [], 'the current format: nothing to do')
   t.equal(migrationPath(1, STORE_FORMAT), null, 'format 1 is refused')
   t.equal(migrationPath(STORE_FORMAT + 1, STORE_FORMAT), null, 'a newer format is refused')
@@ -168,7 +169,7 @@ t.test('a format-3 store opens, gets its effect ledger, restores every checkpoin
   const um = cli('unmount', '-w', ws)
   t.equal(um.status, 0, `unmount (${String(um.stderr)})`)
   const db = await StoreDb.open(store)
-  t.equal(await db.get('meta', 'format'), 4, 'the store is format 4 now')
+  t.equal(await db.get('meta', 'format'), STORE_FORMAT, `the store is format ${STORE_FORMAT} now`)
   await db.close()
   const v = cli('verify', '--store', store)
   t.equal(v.status, 0, `verify is clean (${String(v.stdout)}${String(v.stderr)})`)

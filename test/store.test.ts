@@ -246,7 +246,7 @@ t.test('the on-disk format: pack bytes and LevelDB keys/values as FORMAT.md says
   const rec = unpack(await level.get('!block!0000000000000001') as Uint8Array)
   tt.same(rec, { pack: 1, offset: 36, length: data.length, hash: h64Raw(data).toString(16).padStart(16, '0') })
   tt.equal(unpack(await level.get('!meta!nextBlockId') as Uint8Array), 2)
-  tt.equal(unpack(await level.get('!meta!format') as Uint8Array), 4)
+  tt.equal(unpack(await level.get('!meta!format') as Uint8Array), STORE_FORMAT)
 })
 
 t.test('uncommitted blocks are absent after a crash; puts work after a garbage tail', async tt => {

@@ -9,7 +9,9 @@
  * context, checkpoint, branch, state) written with sync → acknowledge.
  *
  * Cost: O(inodes and blocks dirtied since the last checkpoint), plus ≤ 4
- * table nodes written per changed inode; unchanged inodes are never looked at.
+ * table nodes written per changed inode, plus the per-path history index
+ * keys of the changed inodes (path-index.ts: O(changed × (names + depth)));
+ * unchanged inodes are never looked at.
  */
 import { createHash } from 'node:crypto'
 import type { InodeRecord } from '../inode.js'
@@ -19,6 +21,7 @@ import { packr } from '../../store/db.js'
 import type { CheckpointInfo } from '../../proto/messages.js'
 import { type CheckpointRecord, checkpointInfo } from './records.js'
 import type { Generations } from './generations.js'
+import { keysAtMark, putSegmentKeys } from './path-index.js'
 
 /** What a mark stores with its checkpoint: a label, the agent's context (any msgpack value), segment metadata. */
 export interface MarkRequest { label?: string, context?: unknown, meta?: unknown }
@@ -62,8 +65,12 @@ export async function sealCheckpoint (g: Generations, ws: Workspace, req: MarkRe
     g.state.live = null
     br.head = id
     g.headRoot = root
-    // --- durability: pack bytes, fsync, then the index batch
-    await g.blocks.sync()
+    // --- durability: pack bytes, fsync, then the index batch; the
+    // per-path history index of this segment (path-index.ts) is computed
+    // while the packs are fsynced, and goes in the same batch
+    const [histKeys] = await Promise.all([keysAtMark(g, before.head, table), g.blocks.sync()])
+    putSegmentKeys(batch, id, histKeys)
+    if (before.head !== null && g.checkpoints.has(before.head)) cp.hist = before.head
     g.blocks.commitTo(batch)
     cp.ms = performance.now() - t0
     batch.put('checkpoint', id, cp)

@@ -27,6 +27,7 @@ import { diffCheckpoints } from './diff.js'
 import { type RestorePath, type RestorePathsOptions, normaliseRestorePaths, restorePaths } from './selective.js'
 import { undoSegment } from './undo.js'
 import { type PathHistoryOptions, pathHistory } from './path-history.js'
+import { backfillIndex } from './path-index.js'
 
 export type { BranchRecord, CheckpointRecord, StoreState } from './records.js'
 export type { RestoreIntent } from './journal.js'
@@ -61,7 +62,12 @@ export class Generations implements TableSource {
     this.inodes = state.inodes
   }
 
-  /** Reads the state, checkpoints and branches of a store (a new store gets a fresh state). */
+  /**
+   * Reads the state, checkpoints and branches of a store (a new store gets
+   * a fresh state), and indexes the checkpoints the per-path history index
+   * does not cover (path-index.ts backfillIndex: after the migration from
+   * format 4, once; O(changed inodes of those segments)).
+   */
   static async open (db: StoreDb, blocks: { sync(): Promise<void>, commitTo(b: StoreBatch): void }): Promise<Generations> {
     const state = await db.get<StoreState>('meta', 'state') ?? freshState()
     const g = new Generations(db, blocks, state)
@@ -69,6 +75,7 @@ export class Generations implements TableSource {
     for await (const e of db.iterate<BranchRecord>('branch')) g.branches.set(e.value.name, e.value)
     if (!g.branches.has(state.branch)) g.branches.set(state.branch, { name: state.branch, base: null, head: state.head, created: Date.now() })
     if (state.head !== null) g.headRoot = g.checkpoints.get(state.head)?.root ?? 0
+    await backfillIndex(g) // format-4 checkpoints, and those gc gave a new parent (path-index.ts)
     return g
   }
 

@@ -11,15 +11,23 @@
  * differs between the two checkpoints) shows as `modified` with `below`,
  * the number of such inodes.
  *
- * Cost, without an index (store format 4 has none): per checkpoint
- * examined, the path is resolved in its table and its parent's (O(depth)
+ * Which checkpoints are examined: with the per-path history index (store
+ * format 5, path-index.ts), only those the index names for the path (its
+ * own changes, changes below it, and changes that move an ancestor) and
+ * those it does not cover (the first checkpoint, one whose parent gc
+ * replaced): O(depth) index ranges plus the cost below per examined
+ * checkpoint, independent of the number of checkpoints. Without it
+ * (`index: false`, the walk kept for tests and the benchmark) every
+ * checkpoint of the lineage is examined.
+ *
+ * Cost per checkpoint examined: the path is resolved in its table and its parent's (O(depth)
  * record lookups each, one table shared by consecutive checkpoints; a
  * lookup not in memory is ≤ 4 store reads), the two records compared
  * (equal persisted ids: unchanged, no bytes read; otherwise sameContent,
  * which walks block lists), and for a directory the differing inodes of
  * the two tables are loaded and walked up to the directory (O(changed
  * inodes × depth)). So O(checkpoints × depth) for a file, independent of
- * the workspace size. bench/path-history.ts measures it.
+ * the workspace size. bench/history.ts measures it.
  */
 import type { CheckpointId, Ino } from '../../base/types.js'
 import { type InodeRecord, ROOT_INO, isDir, typeName } from '../inode.js'
@@ -31,9 +39,16 @@ import type { Generations } from './generations.js'
 import { sameContent } from './same-content.js'
 import { sameMeta } from './diff.js'
 import { lineage } from './undo.js'
+import { candidates, covered } from './path-index.js'
 
-/** Options of pathHistory: `all` examines every checkpoint (every branch), else the current lineage; `limit`: most entries returned; `meta`: add each checkpoint's segment metadata. */
-export interface PathHistoryOptions { all?: boolean, limit?: number, meta?: boolean }
+/**
+ * Options of pathHistory: `all` examines every checkpoint (every branch),
+ * else the current lineage; `limit`: most entries returned; `meta`: add
+ * each checkpoint's segment metadata; `index: false` ignores the per-path
+ * history index and examines every checkpoint (the walk: tests compare the
+ * two, the benchmark times both).
+ */
+export interface PathHistoryOptions { all?: boolean, limit?: number, meta?: boolean, index?: boolean }
 
 /**
  * The changes of `path` (workspace-relative, normalised; '' the root) at
@@ -43,6 +58,7 @@ export interface PathHistoryOptions { all?: boolean, limit?: number, meta?: bool
 export async function pathHistory (g: Generations, ws: Workspace, path: string, o: PathHistoryOptions = {}): Promise<PathHistoryEntry[]> {
   const ids = o.all === true ? [...g.checkpoints.keys()].sort((a, b) => b - a) : lineage(g)
   const limit = o.limit ?? Number.MAX_SAFE_INTEGER
+  const named = o.index === false ? null : await candidates(g, path)
   const out: PathHistoryEntry[] = []
   const resolved = new Map<CheckpointId, InodeRecord | null>()
   const recordAt = async (id: CheckpointId, t: TableNode): Promise<InodeRecord | null> => {
@@ -56,6 +72,7 @@ export async function pathHistory (g: Generations, ws: Workspace, path: string, 
     if (out.length >= limit) break
     const cp = g.checkpoints.get(id)
     if (!cp) continue
+    if (named !== null && !named.has(id) && covered(g, cp)) continue // the index: nothing there can have changed the path
     const tc = await g.tableOf(id)
     const y = await recordAt(id, tc)
     const parent = cp.parent !== null && g.checkpoints.has(cp.parent) ? cp.parent : null

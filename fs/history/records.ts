@@ -27,6 +27,13 @@ export interface CheckpointRecord {
   meta: unknown
   /** garbage collection never removes a pinned checkpoint (absent: false) */
   pinned?: boolean
+  /**
+   * the parent the per-path history index of this checkpoint was computed
+   * against (format 5, path-index.ts); absent: not indexed (written before
+   * format 5 and not backfilled yet). The index covers the checkpoint only
+   * while this equals `parent`.
+   */
+  hist?: CheckpointId | null
 }
 
 /** Persisted branch (kind `branch`, key = name). */

@@ -18,8 +18,9 @@
  *    checkpoint of the same run makes it live again) or has marked nothing
  *    for `runIdleMs`.
  * A kept checkpoint whose parent is dropped gets the nearest kept ancestor
- * as its parent; a branch left with no checkpoint is deleted (never the
- * current one).
+ * as its parent (and its per-path history index is computed again against
+ * it; the dropped checkpoints' index keys are deleted); a branch left with
+ * no checkpoint is deleted (never the current one).
  *
  * Reachability is by mark and sweep from the kept checkpoints' tables, the
  * live table fsync made durable, the running workspace's table and its
@@ -59,6 +60,7 @@ import { RECORD_HEADER_SIZE, PACK_HEADER_SIZE } from '../../store/pack.js'
 import type { FrozenPath } from '../lower.js'
 import type { GcPolicy, GcReport } from '../../proto/messages.js'
 import { META_GC_REMOVED, addRanges, asRanges } from './losses.js'
+import { backfillIndex } from '../history/path-index.js'
 
 export type { GcPolicy, GcReport } from '../../proto/messages.js'
 
@@ -117,7 +119,11 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
       await gens.persistLive(ws).catch(e => target.log?.(`rewindfs: gc could not make the live state durable first (${(e as Error).message}); packs with uncommitted blocks are left as they are`))
     }
     const choice = await choose(db, gens, policy, now)
-    if (!policy.dryRun) await dropCheckpoints(db, gens, choice)
+    if (!policy.dryRun) {
+      await dropCheckpoints(db, gens, choice)
+      // the checkpoints given a new parent: their per-path history index against it (path-index.ts)
+      await backfillIndex(gens)
+    }
     const snap = {
       nextNode: gens.state.nextId,
       nextBlock: blocks.nextBlockId,
@@ -165,6 +171,12 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
       [...gens.checkpoints.values()].filter(c => !choice.droppedSet.has(c.id) && c.context).map(c => c.context as string))
     const deadContexts: string[] = []
     for await (const k of db.keys('context')) if (!contexts.has(k)) deadContexts.push(k)
+    // the per-path history index keys of the dropped checkpoints (only theirs:
+    // a mark running meanwhile writes keys before its checkpoint is known)
+    const deadHist: string[] = []
+    if (choice.dropped.length > 0) {
+      for await (const k of db.keys('hist')) if (choice.droppedSet.has(parseInt(k.slice(-16), 16))) deadHist.push(k)
+    }
     const deadNodes: number[] = []
     for await (const k of db.keys('node', { lt: snap.nextNode })) {
       const id = parseInt(k, 16)
@@ -203,6 +215,7 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     for (const id of deadNodes) { gens.nodes.delete(id); gens.records.delete(id) }
     await deleteAll(db, 'node', deadNodes)
     await deleteAll(db, 'context', deadContexts)
+    await deleteAll(db, 'hist', deadHist)
     let deleted = 0
     try {
       await deleteAll(db, 'block', deadBlocks, n => { deleted = n })
@@ -384,7 +397,7 @@ async function mark (db: StoreDb, roots: number[], liveRoot: number, liveTable: 
 }
 
 /** Deletes the records, SWEEP_BATCH per batch (the last with sync); `progress` gets the count deleted so far after each batch. */
-async function deleteAll (db: StoreDb, kind: 'node' | 'block' | 'context', keys: Array<number | string>, progress?: (n: number) => void): Promise<void> {
+async function deleteAll (db: StoreDb, kind: 'node' | 'block' | 'context' | 'hist', keys: Array<number | string>, progress?: (n: number) => void): Promise<void> {
   for (let i = 0; i < keys.length; i += SWEEP_BATCH) {
     const batch = db.batch()
     for (const k of keys.slice(i, i + SWEEP_BATCH)) batch.del(kind, k)

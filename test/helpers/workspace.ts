@@ -9,7 +9,7 @@ import { StoreDb } from '../../store/db.js'
 import { BlockStore } from '../../store/blocks.js'
 import { Generations } from '../../fs/history/generations.js'
 import { Workspace } from '../../fs/workspace.js'
-import { LowerLayer, rootOfLower } from '../../fs/lower.js'
+import { type FrozenPath, LowerLayer, rootOfLower } from '../../fs/lower.js'
 import { applyChanges, emptyTable, loadAll } from '../../fs/itable.js'
 import { ROOT_INO } from '../../fs/inode.js'
 
@@ -34,7 +34,10 @@ export async function open (root: string, lowerDir: string): Promise<{ ws: Works
   const db = await StoreDb.open(store)
   const blocks = await BlockStore.open(store, db)
   const gens = await Generations.open(db, blocks)
-  const lower = new LowerLayer(lowerDir, gens.state.session, new Map())
+  // the frozen copies of lower paths earlier sessions left (as the daemon loads them)
+  const frozen = new Map<string, FrozenPath[]>()
+  for await (const e of db.iterate<FrozenPath[]>('lower')) frozen.set(e.key, e.value)
+  const lower = new LowerLayer(lowerDir, gens.state.session, frozen)
   let ws: Workspace
   if (gens.state.head !== null) {
     const table = await gens.tableOf(gens.state.head)
