@@ -151,6 +151,59 @@ class Async(unittest.TestCase):
                 self.assertFalse(os.path.exists(path), "undo removes the file the segment created")
         asyncio.run(main())
 
+    def test_runner_rewind_depths(self):
+        path = os.path.join(WS, "depth.txt")
+
+        def run(runner_depth, commit_depth):
+            seen, marks = [], []
+
+            def model(messages, tools):
+                seen.append(messages)
+                if len(seen) == 1:
+                    return {"content": "", "tool_calls": [{"id": "1", "name": "write", "arguments": {"text": "bad"}}]}
+                if len(seen) == 2:
+                    args = {"checkpoint_id": marks[0], "reason": "bad write",
+                            "memory": {"tried": "bad", "why_abandoned": "bad", "instead": "good", "facts": [], "milestones": []}}
+                    if commit_depth is not None:
+                        args["depth"] = commit_depth
+                    return {"content": "", "tool_calls": [{"id": "2", "name": "backtrack_commit", "arguments": args}]}
+                return {"content": "done", "tool_calls": []}
+
+            def execute(call):
+                with open(path, "w") as f:
+                    f.write(call["arguments"]["text"])
+                return {"ok": True}
+
+            async def main():
+                async with await AsyncClient.connect(workspace=WS) as c:
+                    with open(path, "w") as f:
+                        f.write("start")
+                    orig = c.mark
+
+                    async def mark(*a, **k):
+                        cp = await orig(*a, **k)
+                        marks.append(cp["id"])
+                        return cp
+                    c.mark = mark  # type: ignore[method-assign]
+                    r = Runner(c, model, execute, run=f"py-depth-{runner_depth}-{commit_depth}", rewind_depth=runner_depth,
+                               tools=[{"name": "write", "description": "write", "parameters": {"type": "object"}}])
+                    return await r.run([{"role": "user", "content": "task"}])
+            res = asyncio.run(main())
+            with open(path) as f:
+                return res, seen, f.read()
+
+        res, seen, text = run("context", None)
+        self.assertEqual(res.rewinds[0]["depth"], "context", "the runner's depth when the call names none")
+        self.assertEqual(text, "bad", "depth context keeps the files")
+        self.assertEqual(seen[-1][-1]["name"], "rewind_memory", "and rebuilds the context with the memory")
+        res, seen, text = run("context", "workspace")
+        self.assertEqual(res.rewinds[0]["depth"], "workspace", "the call's depth wins")
+        self.assertEqual(text, "start", "depth workspace restores the files")
+        self.assertTrue(any(m.get("role") == "tool" and "write" in str(m.get("name", "")) for m in seen[-1]), "and keeps the conversation (the abandoned write is still in it)")
+        self.assertIn('"depth": "workspace"', seen[-1][-1]["content"])
+        with self.assertRaises(ValueError):
+            Runner(None, None, None, run="x", rewind_depth="deep")  # type: ignore[arg-type]
+
     def test_runner_rewinds_files_and_context(self):
         path = os.path.join(WS, "runner.txt")
         seen = []
