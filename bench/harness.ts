@@ -8,12 +8,16 @@
  *    before each call (so every mark seals something). Beside it: `sh -c
  *    true` (what any command hook costs the harness: fork, exec, a shell)
  *    and `node -e ''` (the least a hook written in Node would cost, before
- *    doing anything). The hook's added latency per tool call is its own wall
- *    time: without rewindfs the harness runs no hook at all.
+ *    doing anything), `sh -c /bin/true` (any hook that is a program: fork,
+ *    exec, a shell, an exec) and the hook with a cwd in no workspace (its
+ *    discovery, no mark). The hook's added latency per tool call is its own
+ *    wall time: without rewindfs the harness runs no hook at all.
  *  - an MCP checkpoint call: `tools/call checkpoint` round trip seen by the
  *    MCP SDK's own client over stdio to `rewindfs mcp`, one file changed
  *    before each call; beside it, the same mark over the websocket
- *    (RewindClient.mark), which is what the MCP server does inside.
+ *    (RewindClient.mark), which is what the MCP server does inside, and
+ *    `tools/list` (an MCP round trip over stdio that does not reach the
+ *    daemon): the checkpoint call costs about the sum of the two.
  *
  *   node dist/bench/harness.js [--calls 50]
  *
@@ -70,23 +74,29 @@ export async function harnessBench (cleanup: Cleanup, calls: number, log: (l: st
   const hook = hookCommand({ harness: 'claude', hookBinary: HOOK_BINARY, home: m.home, node: process.execPath, fallbackScript: FALLBACK_SCRIPT })
   const rows: HarnessResult['rows'] = [
     { name: 'sh -c true (any command hook)', ms: [] },
+    { name: 'sh -c /bin/true (any hook program)', ms: [] },
     { name: "node -e '' (a Node hook, doing nothing)", ms: [] },
+    { name: 'rewindfs hook, cwd in no workspace (no mark)', ms: [] },
     { name: 'rewindfs hook (C client, marks a checkpoint)', ms: [] },
     { name: 'websocket mark (RewindClient.mark)', ms: [] },
+    { name: 'MCP tools/list (SDK client, stdio; no daemon)', ms: [] },
     { name: 'MCP tools/call checkpoint (SDK client, stdio)', ms: [] }
   ]
+  const row = (name: string): number[] => rows.find(r => r.name.startsWith(name))!.ms
   const write = (i: number): void => { fs.appendFileSync(path.join(m.dir, 'log.txt'), `step ${i}\n`) }
   log(`harness: ${calls} calls per row on ${m.dir}`)
   for (let i = 0; i < calls; i++) {
     const p = payload(m.dir, i)
-    rows[0].ms.push(timeCommand('true', p))
-    rows[1].ms.push(timeCommand(`${JSON.stringify(process.execPath)} -e ''`, p))
+    row('sh -c true').push(timeCommand('true', p))
+    row('sh -c /bin/true').push(timeCommand('/bin/true', p))
+    row('node').push(timeCommand(`${JSON.stringify(process.execPath)} -e ''`, p))
+    row('rewindfs hook, cwd in no').push(timeCommand(hook, payload(os.tmpdir(), i)))
     write(i)
-    rows[2].ms.push(timeCommand(hook, p))
+    row('rewindfs hook (C').push(timeCommand(hook, p))
     write(i)
     const t0 = now()
     await m.client.mark({ label: 'bench' })
-    rows[3].ms.push(now() - t0)
+    row('websocket').push(now() - t0)
   }
   const marked = (await m.client.status()).checkpoints - before
   if (marked !== 2 * calls) throw new Error(`expected ${2 * calls} checkpoints from the hook and the websocket, the daemon has ${marked} more: the hook did not mark every time`)
@@ -98,9 +108,12 @@ export async function harnessBench (cleanup: Cleanup, calls: number, log: (l: st
   await client.callTool({ name: 'checkpoint', arguments: { label: 'warm-up' } }) // connects to the daemon
   for (let i = 0; i < calls; i++) {
     write(i)
-    const t0 = now()
+    let t0 = now()
+    await client.listTools()
+    row('MCP tools/list').push(now() - t0)
+    t0 = now()
     const r = await client.callTool({ name: 'checkpoint', arguments: { label: `mcp ${i}` } }) as { isError?: boolean, content: Array<{ text?: string }> }
-    rows[4].ms.push(now() - t0)
+    row('MCP tools/call').push(now() - t0)
     if (r.isError) throw new Error(`the MCP checkpoint failed: ${r.content[0]?.text}`)
   }
   await client.close()
@@ -110,14 +123,14 @@ export async function harnessBench (cleanup: Cleanup, calls: number, log: (l: st
 /** The report: one row per measured path, then the targets. */
 export function harnessText (r: HarnessResult): string {
   const med = (name: string): number => median(r.rows.find(x => x.name.startsWith(name))!.ms)
-  const hook = med('rewindfs hook'); const mcp = med('MCP')
-  const sh = r.rows[0].ms; const hk = r.rows[2].ms
-  const beyondShell = median(hk.map((x, i) => x - sh[i]))
+  const ms = (name: string): number[] => r.rows.find(x => x.name.startsWith(name))!.ms
+  const paired = (a: string, b: string): number => median(ms(a).map((x, i) => x - ms(b)[i]))
+  const hook = med('rewindfs hook (C'); const mcp = med('MCP tools/call')
   return [
     table(['path', 'median ms', 'q1 ms', 'q3 ms', 'n'], r.rows.map(x => [x.name, ...stats(x.ms), String(x.ms.length)])),
     '',
-    `hook: added latency per tool call ${hook.toFixed(2)} ms at the median (target < 20 ms: ${hook < 20 ? 'MET' : 'NOT MET'}), of which ${beyondShell.toFixed(2)} ms beyond what any command hook costs (median of paired differences with sh -c true); a Node hook would start at ${med('node').toFixed(2)} ms before doing anything`,
-    `MCP checkpoint call: ${mcp.toFixed(2)} ms at the median (target < 5 ms: ${mcp < 5 ? 'MET' : 'NOT MET'}); the websocket mark it wraps: ${med('websocket').toFixed(2)} ms`,
+    `hook: added latency per tool call ${hook.toFixed(2)} ms at the median (target < 20 ms: ${hook < 20 ? 'MET' : 'NOT MET'}), of which ${paired('rewindfs hook (C', 'sh -c true').toFixed(2)} ms beyond what any command hook costs and ${paired('rewindfs hook (C', 'sh -c /bin/true').toFixed(2)} ms beyond any hook program (medians of paired differences with sh -c true and sh -c /bin/true); the hook without a mark (cwd in no workspace) costs ${paired('rewindfs hook, cwd in no', 'sh -c /bin/true').toFixed(2)} ms beyond /bin/true; a Node hook would start at ${med('node').toFixed(2)} ms before doing anything`,
+    `MCP checkpoint call: ${mcp.toFixed(2)} ms at the median (target < 5 ms: ${mcp < 5 ? 'MET' : 'NOT MET'}); the websocket mark it wraps: ${med('websocket').toFixed(2)} ms; an MCP round trip that does not reach the daemon (tools/list): ${med('MCP tools/list').toFixed(2)} ms`,
     `checkpoints marked in the run: ${r.checkpointsMarked}`
   ].join('\n')
 }

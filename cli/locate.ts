@@ -6,7 +6,9 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { Option } from 'commander'
-import { RewindClient } from '../client/client.js'
+import { RewindClient, type ConnectOptions } from '../client/client.js'
+import { discover, DiscoveryError } from '../client/discover.js'
+import { HOOK_SOCKET } from '../proto/hook.js'
 import { findWorkspace, registered } from '../daemon/paths.js'
 import { CONNECTION_FILE } from '../proto/messages.js'
 import { OfflineError } from '../daemon/offline.js'
@@ -34,14 +36,54 @@ export function locate (opts: { workspace?: string }): { workspace: string, stor
   return found
 }
 
-/** A client connected to the workspace's daemon (120 s request timeout); throws CliError when it is not running or cannot be reached. */
+/**
+ * How a command reaches the daemon of a workspace: the client's connect
+ * options, and the hook socket (PROTOCOL.md §7) with the token file to use
+ * on it. `running` is false when the registry knows the workspace but no
+ * daemon serves it.
+ */
+export interface DaemonRoute {
+  workspace: string
+  store: string
+  running: boolean
+  connect: ConnectOptions
+  hook: { socket: string, token: string }
+}
+
+/**
+ * The route to the daemon of the workspace a command acts on (-w, else the
+ * current directory): this user's registry when it knows the workspace
+ * and its daemon runs (a daemon this user started), else discovery from
+ * the path (PROTOCOL.md §1 "Finding the daemon": a daemon started through
+ * sudo, whose store and registry are root's), else the registry's entry
+ * with `running` false. Throws CliError when neither knows the workspace,
+ * or a connection file exists but cannot be used.
+ */
+export async function route (opts: { workspace?: string }): Promise<DaemonRoute> {
+  let loc: { workspace: string, store: string } | null = null
+  let missing: unknown = null
+  try { loc = locate(opts) } catch (e) { missing = e }
+  if (loc !== null && fs.existsSync(path.join(loc.store, CONNECTION_FILE))) {
+    return { ...loc, running: true, connect: { storeDir: loc.store }, hook: { socket: path.join(loc.store, HOOK_SOCKET), token: path.join(loc.store, 'token') } }
+  }
+  let found
+  try { found = await discover(path.resolve(opts.workspace ?? process.cwd())) } catch (e) {
+    if (e instanceof DiscoveryError) throw new CliError(e.message)
+    throw e
+  }
+  if (found !== null) return { workspace: found.workspace, store: found.store, running: true, connect: { workspace: found.workspace }, hook: { socket: found.hook ?? path.join(found.store, HOOK_SOCKET), token: found.token } }
+  if (loc !== null) return { ...loc, running: false, connect: { storeDir: loc.store }, hook: { socket: path.join(loc.store, HOOK_SOCKET), token: path.join(loc.store, 'token') } }
+  throw missing
+}
+
+/** A client connected to the workspace's daemon (120 s request timeout), found by route(); throws CliError when it is not running or cannot be reached. */
 export async function connect (opts: { workspace?: string }): Promise<RewindClient> {
-  const { workspace, store } = locate(opts)
-  if (!fs.existsSync(path.join(store, CONNECTION_FILE))) throw new CliError(`the daemon for ${workspace} is not running: run rewindfs mount ${workspace}`)
+  const r = await route(opts)
+  if (!r.running) throw new CliError(`the daemon for ${r.workspace} is not running: run rewindfs mount ${r.workspace}`)
   try {
-    return await RewindClient.connect({ storeDir: store, timeoutMs: 120000 })
+    return await RewindClient.connect({ ...r.connect, timeoutMs: 120000 })
   } catch (e: any) {
-    throw new CliError(`cannot reach the daemon for ${workspace} (${e.message}): if it died, run rewindfs mount ${workspace} to resume from its last checkpoint`)
+    throw new CliError(`cannot reach the daemon for ${r.workspace} (${e.message}): if it died, run rewindfs mount ${r.workspace} to resume from its last checkpoint`)
   }
 }
 

@@ -246,19 +246,20 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   }
   let token = ''
   const access = accessUser()
+  const api = untilMounted(service, life)
+  const hookH = hookHandlers(async (label, meta) => {
+    const cp = await api.mark({ label, meta })
+    server?.broadcast({ event: 'checkpoint', checkpoint: cp })
+    return cp
+  }, () => gens.checkpoints.values())
   try {
     token = await loadOrCreateToken(o.store)
     if (o.socket !== undefined) await clearStaleSocket(o.socket)
-    const api = untilMounted(service, life)
     server = await startServer({ api, token, port, ...(o.socket !== undefined ? { socketPath: o.socket } : {}) })
     if (o.socket !== undefined) await grantSocket(o.socket, access)
     // the harness hooks' socket (proto/PROTOCOL.md §7); without it the websocket still serves
     try {
-      hooks = await startHookSocket(path.join(o.store, HOOK_SOCKET), token, hookHandlers(async (label, meta) => {
-        const cp = await api.mark({ label, meta })
-        server?.broadcast({ event: 'checkpoint', checkpoint: cp })
-        return cp
-      }, () => gens.checkpoints.values()), tokenPath(o.store))
+      hooks = await startHookSocket(path.join(o.store, HOOK_SOCKET), token, hookH, tokenPath(o.store))
     } catch (e: any) { log(`rewindfs: warning: no hook socket, so the harness hooks cannot mark checkpoints: ${e.message}`) }
   } catch (e) {
     await abandon(false)
@@ -276,7 +277,8 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     const info = { port: server.port, socket: server.socketPath, pid: process.pid, workspace: o.dir }
     // discovery's files first: the CLI's mount returns once daemon.json exists, and clients may look them up at once
     try {
-      published = await publishConnection({ info, store: o.store, token, access })
+      // with the hook socket R/<key>.hook for the user who mounted (the store's own is root's under sudo)
+      published = await publishConnection({ info, store: o.store, token, access, hook: async file => await startHookSocket(file, token, hookH, access) })
     } catch (e) {
       log(`rewindfs: warning: clients cannot find this daemon from the workspace path (${(e as Error).message}); they can still connect with the store directory ${o.store}`)
     }

@@ -23,7 +23,10 @@ import type { ConnectionInfo } from '../proto/messages.js'
 export interface AccessUser { uid: number, gid: number }
 
 /** What publishConnection wrote, for unpublishConnection. */
-export interface Published { json: string, token: string, pid: number }
+export interface Published { json: string, token: string, pid: number, hook: { path: string, close: () => Promise<void> } | null }
+
+/** Starts a listening hook socket at a path (daemon/hook-socket.ts startHookSocket, given to the user who mounted). */
+export type HookListener = (file: string) => Promise<{ path: string, close: () => Promise<void> }>
 
 /**
  * The user who mounted: for a daemon running as root with SUDO_UID and
@@ -65,25 +68,32 @@ async function writePrivate (file: string, text: string, access: AccessUser | nu
 
 /**
  * Publish where the daemon of `info.workspace` listens, for discovery:
- * `R/<key>.token` (the token) and `R/<key>.json` ({...info, store, token:
- * path of the copy}), both 0600, owned by `access` when given. Written
- * atomically (temporary file, rename), the token first. Throws the fs error
+ * `R/<key>.token` (the token), with `hook` the hook socket `R/<key>.hook`
+ * (started by `hook`, which gives it to the user who mounted; left out
+ * when it cannot listen there, e.g. a path longer than a unix socket's
+ * 107 bytes: the hook then uses `<store>/hook.sock`), and `R/<key>.json`
+ * ({...info, store, token: path of the copy, hook: the socket's path}),
+ * both files 0600, owned by `access` when given. Written atomically
+ * (temporary file, rename), the connection file last. Throws the fs error
  * when they cannot be written.
  */
-export async function publishConnection (o: { info: ConnectionInfo, store: string, token: string, access: AccessUser | null, dir?: string }): Promise<Published> {
+export async function publishConnection (o: { info: ConnectionInfo, store: string, token: string, access: AccessUser | null, dir?: string, hook?: HookListener }): Promise<Published> {
   const dir = o.dir ?? daemonRuntimeDir()
   await ensureDir(dir, process.getuid?.() ?? 0)
   const names = publishedNames(await discoveryKey(o.info.workspace))
   const token = path.join(dir, names.token)
   const json = path.join(dir, names.json)
   await writePrivate(token, o.token + '\n', o.access)
-  const published: PublishedConnection = { ...o.info, store: o.store, token }
-  await writePrivate(json, JSON.stringify(published) + '\n', o.access)
-  return { json, token, pid: o.info.pid }
+  let hook: Published['hook'] = null
+  if (o.hook !== undefined) { try { hook = await o.hook(path.join(dir, names.hook)) } catch { hook = null } }
+  const published: PublishedConnection = { ...o.info, store: o.store, token, ...(hook !== null ? { hook: hook.path } : {}) }
+  try { await writePrivate(json, JSON.stringify(published) + '\n', o.access) } catch (e) { await hook?.close().catch(() => {}); throw e }
+  return { json, token, pid: o.info.pid, hook }
 }
 
-/** Remove what publishConnection wrote, if the connection file still names this daemon. */
+/** Stop the published hook socket, and remove what publishConnection wrote if the connection file still names this daemon. */
 export async function unpublishConnection (p: Published): Promise<void> {
+  await p.hook?.close().catch(() => {})
   try {
     const info = JSON.parse(await fs.readFile(p.json, 'utf8')) as { pid?: unknown }
     if (info.pid !== p.pid) return

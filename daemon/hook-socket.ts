@@ -79,12 +79,15 @@ export async function answerHookLine (req: string, token: string, h: HookHandler
 
 /**
  * Listen on `file` (a stale socket file left by a killed daemon is removed
- * first: the store's lock says no other daemon holds it), then give it the
- * owner, group and permission bits of `accessLike` (the store's token file),
- * or mode 0600 without it. Throws when the path is longer than SUN_PATH_MAX
- * bytes, the listen fails or `accessLike` cannot be read.
+ * first: the store's lock, or the runtime directory's connection file, says
+ * no other daemon holds it), then give it the owner, group and permission
+ * bits of `accessLike` when that is a path (the store's token file), or mode
+ * 0600 and, when it is a user ({uid, gid}: the user who mounted through
+ * sudo, daemon/discovery.ts accessUser), that owner; mode 0600 alone
+ * without it. Throws when the path is longer than SUN_PATH_MAX bytes, the
+ * listen fails or `accessLike` cannot be read.
  */
-export async function startHookSocket (file: string, token: string, h: HookHandlers, accessLike?: string): Promise<HookSocket> {
+export async function startHookSocket (file: string, token: string, h: HookHandlers, accessLike?: string | { uid: number, gid: number } | null): Promise<HookSocket> {
   if (Buffer.byteLength(file) > SUN_PATH_MAX) throw new Error(`the hook socket path ${file} is longer than ${SUN_PATH_MAX} bytes (a unix socket limit): put the store at a shorter path (--store, or REWINDFS_HOME) to use the harness hooks`)
   try { if (fs.lstatSync(file).isSocket()) fs.rmSync(file) } catch {}
   const open = new Set<net.Socket>()
@@ -113,8 +116,11 @@ export async function startHookSocket (file: string, token: string, h: HookHandl
     server.once('error', reject)
     server.listen(file, () => { server.off('error', reject); resolve() })
   })
-  if (accessLike === undefined) fs.chmodSync(file, 0o600)
-  else {
+  if (accessLike === undefined || accessLike === null) fs.chmodSync(file, 0o600)
+  else if (typeof accessLike === 'object') {
+    fs.chmodSync(file, 0o600)
+    fs.chownSync(file, accessLike.uid, accessLike.gid)
+  } else {
     const st = fs.statSync(accessLike)
     fs.chmodSync(file, st.mode & 0o777)
     const own = fs.statSync(file)

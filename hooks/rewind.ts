@@ -8,7 +8,7 @@
  */
 import type { RewindClient } from '../client/client.js'
 import type { RestoreInfo } from '../proto/messages.js'
-import { findToolCheckpoint } from './socket-client.js'
+import { findToolCheckpoint, type HookEndpoint } from './socket-client.js'
 import { planClaudeCut, writeClaudeCut, TranscriptError, type ClaudeCut } from './transcript-claude.js'
 import { isHookMeta, type HookMeta } from '../proto/hook.js'
 
@@ -37,8 +37,8 @@ export interface RewindOutcome {
  * restores, then writes the new session. Throws RewindError when no
  * checkpoint was marked for the call.
  */
-export async function rewindToolCall (o: { store: string, client: RewindClient, toolUseId: string, filesOnly?: boolean }): Promise<RewindOutcome> {
-  const found = await findToolCheckpoint(o.store, o.toolUseId)
+export async function rewindToolCall (o: { hook: HookEndpoint, client: RewindClient, toolUseId: string, filesOnly?: boolean }): Promise<RewindOutcome> {
+  const found = await findToolCheckpoint(o.hook, o.toolUseId)
   if (!found) throw new RewindError(`no checkpoint was marked before tool call ${o.toolUseId}: was the rewindfs hook installed (rewindfs hooks install) and the workspace mounted when it ran? Nothing changed`)
   const notes: string[] = []
   let target = found
@@ -51,7 +51,7 @@ export async function rewindToolCall (o: { store: string, client: RewindClient, 
       plan = planClaudeCut(found.meta.transcript_path, o.toolUseId)
       const first = plan.toolUseIds[0]
       if (first !== o.toolUseId) {
-        const f = await findToolCheckpoint(o.store, first)
+        const f = await findToolCheckpoint(o.hook, first)
         if (f === null) throw new RewindError(`tool call ${o.toolUseId} ran in parallel with ${first}, which has no checkpoint: the conversation cannot be cut without it. Nothing changed (rewind ${first}'s turn with --files-only to restore files alone)`)
         target = f
         notes.push(`tool call ${o.toolUseId} was made in the same turn as ${plan.toolUseIds.length - 1} earlier call${plan.toolUseIds.length === 2 ? '' : 's'} (${plan.toolUseIds.slice(0, -1).join(', ')}): files and conversation go back to before the first of them, ${first}`)

@@ -3,11 +3,15 @@
  *
  *   rewindfs-hook HARNESS [--home DIR] [--fallback NODE SCRIPT]
  *
- * Reads the hook payload (JSON) on stdin, finds the rewindfs workspace that
- * contains the payload's `cwd` (the registry files <home>/mounts/NAME.json written by
- * `rewindfs mount`, see daemon/paths.ts), and asks its daemon, over the hook
- * socket <store>/hook.sock (proto/PROTOCOL.md section 7), to mark a
- * checkpoint before the tool call:
+ * Reads the hook payload (JSON) on stdin, finds the daemon of the rewindfs
+ * workspace that contains the payload's `cwd` the way every client does
+ * (proto/PROTOCOL.md section 1 "Finding the daemon": the connection file
+ * R/<sha256 key>.json in the runtime directories, which names the token copy
+ * and the hook socket R/<key>.hook, both given to the user who mounted, also
+ * through sudo), else through the registry of the rewindfs home that mounted
+ * it (<home>/mounts/NAME.json, daemon/paths.ts; then <store>/token and
+ * <store>/hook.sock), and asks the daemon, over the hook socket (section 7),
+ * to mark a checkpoint before the tool call:
  *
  *   -> "mark TOKEN HARNESS PAYLOAD\n"      (PAYLOAD: the JSON, newlines made spaces)
  *   <- "ok ID\n" | "error CODE MESSAGE\n"
@@ -26,6 +30,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,22 +249,130 @@ static int find_workspace(const char *home, const char *cwd, char **wsp, char **
   return best > 0;
 }
 
+/* ---- discovery (proto/discovery.ts, PROTOCOL.md section 1 "Finding the daemon") ---- */
+
+/* The first 32 hex digits of SHA-256 (FIPS 180-4, nettle) of `path`'s bytes, into hex[33]. */
+static void discovery_key(const char *path, char hex[33]) {
+  struct sha256_ctx c;
+  uint8_t d[SHA256_DIGEST_SIZE];
+  sha256_init(&c);
+  sha256_update(&c, strlen(path), (const uint8_t *)path);
+  sha256_digest(&c, sizeof d, d);
+  for (int i = 0; i < 16; i++) sprintf(hex + 2 * i, "%02x", d[i]);
+  hex[32] = 0;
+}
+
+/* The runtime directories a client looks in, in order (NULL-terminated, malloc'ed strings). */
+static int runtime_dirs(char *out[4]) {
+  int n = 0;
+  const char *own = getenv("REWINDFS_RUNTIME_DIR"), *x = getenv("XDG_RUNTIME_DIR");
+  if (own && *own) { out[n++] = strdup(own); out[n] = NULL; return n; }
+  if (x && *x && asprintf(&out[n], "%s/rewindfs", x) >= 0) n++;
+  out[n++] = strdup("/run/rewindfs");
+  if (asprintf(&out[n], "/tmp/rewindfs-%u", (unsigned)getuid()) >= 0) n++;
+  out[n] = NULL;
+  return n;
+}
+
+/* True when dir is owned by uid or root and nobody else may write to it. */
+static int trusted_dir(const char *dir, uid_t uid) {
+  struct stat st;
+  return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_uid == uid || st.st_uid == 0) && (st.st_mode & 022) == 0;
+}
+
+/*
+ * The daemon serving the workspace that contains `cwd`, by the discovery
+ * rule: *wsp, *store, *token (the token file), *hook (the hook socket; the
+ * store's when the connection file names none). 1 found, 0 none. A
+ * connection file that is refused (not a regular file, someone else's) or
+ * cannot be read is said on stderr and passed over.
+ */
+static int discover_from(char *a, char **wsp, char **store, char **token, char **hook);
+
+/* True for an absolute path without "." or ".." components. */
+static int plain_path(const char *p) {
+  if (p[0] != '/') return 0;
+  for (const char *c = p; (c = strstr(c, "/.")) != NULL; c++) {
+    const char *e = c[2] == '.' ? c + 3 : c + 2;
+    if (*e == '/' || *e == 0) return 0;
+  }
+  return 1;
+}
+
+/*
+ * The path as written first when it is absolute and plain (the payload's
+ * cwd, from the harnesses, is already real: this sends no request to the
+ * mount, so no FUSE round trip to the daemon), then its real path (the
+ * rule's A = realpath(P)) when that differs and the first found nothing.
+ * A symbolic link inside a workspace to a directory outside it is thus taken
+ * as inside: the checkpoint is marked, which is harmless.
+ */
+static int discover(const char *cwd, char **wsp, char **store, char **token, char **hook) {
+  if (plain_path(cwd)) {
+    char *a = strdup(cwd);
+    if (a && discover_from(a, wsp, store, token, hook)) return 1;
+  }
+  char *r = realpath(cwd, NULL);
+  if (!r) return plain_path(cwd) ? 0 : discover_from(strdup(cwd), wsp, store, token, hook); /* does not resolve: as written */
+  if (strcmp(r, cwd) == 0) { free(r); return 0; }
+  return discover_from(r, wsp, store, token, hook);
+}
+
+/* discover() from the absolute path `a` (malloc'ed; freed here). */
+static int discover_from(char *a, char **wsp, char **store, char **token, char **hook) {
+  char *dirs[5];
+  if (!a) return 0;
+  size_t al = strlen(a);
+  while (al > 1 && a[al - 1] == '/') a[--al] = 0;
+  runtime_dirs(dirs);
+  uid_t me = getuid();
+  int found = 0;
+  for (;;) {
+    char key[33];
+    discovery_key(a, key);
+    for (int i = 0; dirs[i] && !found; i++) {
+      char *f;
+      struct stat st;
+      if (asprintf(&f, "%s/%s.json", dirs[i], key) < 0) continue;
+      if (lstat(f, &st) != 0) { free(f); continue; }
+      size_t len;
+      char *text = NULL;
+      if (!S_ISREG(st.st_mode)) fprintf(stderr, "rewindfs: the connection file %s of %s is not a regular file; passing it over (remove it)\n", f, a);
+      else if (st.st_uid != me && st.st_uid != 0 && !trusted_dir(dirs[i], me)) fprintf(stderr, "rewindfs: the connection file %s of %s belongs to uid %u, neither this user nor root; passing it over\n", f, a, (unsigned)st.st_uid);
+      else if (!(text = read_file(f, &len))) fprintf(stderr, "rewindfs: cannot read the connection file %s of %s (%s): only the user who mounted it may; no checkpoint from this hook\n", f, a, strerror(errno));
+      free(f);
+      if (!text) continue;
+      char *w = member_str(text, text + len, "workspace"), *s = member_str(text, text + len, "store");
+      char *tk = member_str(text, text + len, "token"), *h = member_str(text, text + len, "hook");
+      free(text);
+      if (w && s && tk && strcmp(w, a) == 0) {
+        if (!h && asprintf(&h, "%s/hook.sock", s) < 0) h = NULL;
+        if (h) { *wsp = w; *store = s; *token = tk; *hook = h; found = 1; continue; }
+      }
+      free(w); free(s); free(tk); free(h);
+    }
+    if (found || strcmp(a, "/") == 0) break;
+    char *sl = strrchr(a, '/');
+    if (sl == a) a[1] = 0; else *sl = 0;
+  }
+  for (int i = 0; dirs[i]; i++) free(dirs[i]);
+  free(a);
+  return found;
+}
+
 /* ---- the daemon ---- */
 
-/* Sends the mark request; returns the reply line (malloc'ed) or NULL with *why set. */
-static char *ask_mark(const char *store, const char *harness, char *payload, size_t plen, const char **why) {
-  char *tf;
+/* Sends the mark request over the hook socket `sock` with the token in `tokenf`; returns the reply line (malloc'ed) or NULL with *why set. */
+static char *ask_mark(const char *tokenf, const char *sock, const char *harness, char *payload, size_t plen, const char **why) {
   size_t tl;
-  if (asprintf(&tf, "%s/token", store) < 0) { *why = "out of memory"; return NULL; }
-  char *token = read_file(tf, &tl);
-  free(tf);
-  if (!token) { *why = errno == EACCES ? "this user may not read the store's token" : "the store has no token"; return NULL; }
+  char *token = read_file(tokenf, &tl);
+  if (!token) { *why = errno == EACCES ? "this user may not read the daemon's token" : "the daemon's token is missing"; return NULL; }
   while (tl > 0 && (token[tl - 1] == '\n' || token[tl - 1] == '\r')) token[--tl] = 0;
 
   struct sockaddr_un a;
   memset(&a, 0, sizeof a);
   a.sun_family = AF_UNIX;
-  if ((size_t)snprintf(a.sun_path, sizeof a.sun_path, "%s/hook.sock", store) >= sizeof a.sun_path) { free(token); *why = "the store's path is too long for a unix socket"; return NULL; }
+  if ((size_t)snprintf(a.sun_path, sizeof a.sun_path, "%s", sock) >= sizeof a.sun_path) { free(token); *why = "the hook socket's path is too long for a unix socket"; return NULL; }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
     *why = errno == EACCES ? "this user may not use the daemon's hook socket" : "the daemon is not running";
@@ -286,8 +400,17 @@ static char *ask_mark(const char *store, const char *harness, char *payload, siz
   }
   free(head);
   shutdown(fd, SHUT_WR);
-  size_t rl;
-  char *reply = read_all(fd, &rl, MAX_SMALL);
+  /* the reply is one line: stop at its newline rather than wait for the daemon's close (a turn of its event loop later) */
+  size_t rl = 0, cap = 4096;
+  char *reply = malloc(cap + 1);
+  while (reply && rl < cap) {
+    ssize_t r = read(fd, reply + rl, cap - rl);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    rl += (size_t)r;
+    if (memchr(reply + rl - r, '\n', (size_t)r)) break;
+  }
+  if (reply) reply[rl] = 0;
   close(fd);
   if (!reply || rl == 0) { free(reply); *why = "the daemon did not answer in 30 s"; return NULL; }
   char *nl = strchr(reply, '\n');
@@ -340,14 +463,19 @@ int main(int argc, char **argv) {
   const char *ts, *te, *cs, *ce;
   int has_command = member(payload, pe, "tool_input", &ts, &te) && member(ts, te, "command", &cs, &ce);
 
-  char *home = home_dir(home_arg), *wsp, *store;
-  if (!home || !find_workspace(home, cwd, &wsp, &store)) return 0; /* not a rewindfs workspace */
+  char *wsp = NULL, *store = NULL, *tokenf = NULL, *sock = NULL;
+  if (!discover(cwd, &wsp, &store, &tokenf, &sock)) {
+    /* no daemon published for it: a workspace this home registered (its daemon is down, or an older one) */
+    char *home = home_dir(home_arg);
+    if (!home || !find_workspace(home, cwd, &wsp, &store)) return 0; /* not a rewindfs workspace */
+    if (asprintf(&tokenf, "%s/token", store) < 0 || asprintf(&sock, "%s/hook.sock", store) < 0) return 0;
+  }
 
   const char *why = NULL;
   char *copy = malloc(plen + 1);
   if (!copy) return 0;
   memcpy(copy, payload, plen + 1);
-  char *reply = ask_mark(store, harness, copy, plen, &why);
+  char *reply = ask_mark(tokenf, sock, harness, copy, plen, &why);
   free(copy);
   if (reply && strncmp(reply, "ok ", 3) == 0) return 0;
   char *err = NULL;

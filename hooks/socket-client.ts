@@ -8,10 +8,18 @@ import path from 'node:path'
 import { readClientToken } from '../client/client.js'
 import { HOOK_SOCKET, isHookMeta, type HookMeta } from '../proto/hook.js'
 
-/** Send one request line (without its newline) to `<store>/hook.sock`; resolves to the reply line. Rejects on a connection error or after `timeoutMs`. */
-export async function hookRequest (store: string, line: string, timeoutMs = 30000): Promise<string> {
+/** A daemon's hook socket and the token file to use on it: `<store>/hook.sock` and `<store>/token`, or discovery's `R/<key>.hook` and `R/<key>.token` (PROTOCOL.md §1, §7). */
+export interface HookEndpoint { socket: string, token: string }
+
+/** The hook endpoint in a store directory (a daemon this user started). */
+export function storeHookEndpoint (store: string): HookEndpoint {
+  return { socket: path.join(store, HOOK_SOCKET), token: path.join(store, 'token') }
+}
+
+/** Send one request line (without its newline) to the hook socket at `socketPath`; resolves to the reply line. Rejects on a connection error or after `timeoutMs`. */
+export async function hookRequest (socketPath: string, line: string, timeoutMs = 30000): Promise<string> {
   return await new Promise<string>((resolve, reject) => {
-    const sock = net.connect(path.join(store, HOOK_SOCKET))
+    const sock = net.connect(socketPath)
     const chunks: Buffer[] = []
     const timer = setTimeout(() => { sock.destroy(); reject(new Error(`the daemon did not answer on its hook socket within ${timeoutMs} ms`)) }, timeoutMs)
     sock.on('connect', () => { sock.end(line + '\n') })
@@ -33,10 +41,10 @@ function check (reply: string): string {
 }
 
 /** The newest checkpoint marked by a hook for tool call `toolUseId`, or null. */
-export async function findToolCheckpoint (store: string, toolUseId: string): Promise<{ id: number, meta: HookMeta } | null> {
+export async function findToolCheckpoint (hook: HookEndpoint, toolUseId: string): Promise<{ id: number, meta: HookMeta } | null> {
   if (!/^\S+$/.test(toolUseId)) throw new HookReplyError('E_BAD_REQUEST', `"${toolUseId}" is not a tool call id (no spaces; e.g. toolu_01ABC...)`)
-  const token = await readClientToken(path.join(store, 'token'))
-  const r = check(await hookRequest(store, `find ${token} ${toolUseId}`))
+  const token = await readClientToken(hook.token)
+  const r = check(await hookRequest(hook.socket, `find ${token} ${toolUseId}`))
   if (r === 'none') return null
   const m = /^ok (\d+) (.*)$/.exec(r)
   if (!m) throw new HookReplyError('E_INTERNAL', `unexpected reply from the hook socket: ${r.slice(0, 200)}`)
@@ -46,9 +54,9 @@ export async function findToolCheckpoint (store: string, toolUseId: string): Pro
 }
 
 /** Mark a checkpoint for a hook payload (as the C client does); resolves to its id. */
-export async function markForPayload (store: string, harness: string, payload: unknown): Promise<number> {
-  const token = await readClientToken(path.join(store, 'token'))
-  const r = check(await hookRequest(store, `mark ${token} ${harness} ${JSON.stringify(payload)}`))
+export async function markForPayload (hook: HookEndpoint, harness: string, payload: unknown): Promise<number> {
+  const token = await readClientToken(hook.token)
+  const r = check(await hookRequest(hook.socket, `mark ${token} ${harness} ${JSON.stringify(payload)}`))
   const m = /^ok (\d+)$/.exec(r)
   if (!m) throw new HookReplyError('E_INTERNAL', `unexpected reply from the hook socket: ${r.slice(0, 200)}`)
   return Number(m[1])

@@ -11,8 +11,9 @@
  *   key(W) = the first 32 lowercase hex digits of sha256(UTF-8 bytes of W),
  *   W an absolute path without a trailing '/'
  *
- *   R/<key>.json  the connection file: ConnectionInfo + {store, token}
+ *   R/<key>.json  the connection file: ConnectionInfo + {store, token, hook?}
  *   R/<key>.token a copy of the token (64 hex digits and a newline)
+ *   R/<key>.hook  the daemon's hook socket for this workspace (PROTOCOL.md §7)
  *
  * No Node-only types: sha256 is WebCrypto's (globalThis.crypto.subtle).
  */
@@ -29,13 +30,15 @@ export interface PublishedConnection extends ConnectionInfo {
   store: string
   /** absolute path of the token copy `R/<key>.token` */
   token: string
+  /** absolute path of the hook socket `R/<key>.hook` (PROTOCOL.md §7), given to the same user; absent when the daemon has none there */
+  hook?: string
 }
 
 /** True when `x` has the shape of a published connection file. */
 export function isPublishedConnection (x: unknown): x is PublishedConnection {
   if (!isConnectionInfo(x)) return false
   const y = x as unknown as Record<string, unknown>
-  return typeof y.store === 'string' && typeof y.token === 'string'
+  return typeof y.store === 'string' && typeof y.token === 'string' && (y.hook === undefined || typeof y.hook === 'string')
 }
 
 /**
@@ -85,9 +88,9 @@ export async function discoveryKey (workspace: string): Promise<string> {
   return hex
 }
 
-/** Names of the connection file and the token copy for key `key`. */
-export function publishedNames (key: string): { json: string; token: string } {
-  return { json: `${key}.json`, token: `${key}.token` }
+/** Names of the connection file, the token copy and the hook socket for key `key`. */
+export function publishedNames (key: string): { json: string; token: string; hook: string } {
+  return { json: `${key}.json`, token: `${key}.token`, hook: `${key}.hook` }
 }
 
 /** `p` and its ancestors up to '/', `p` first (textual: nothing is stat'ed). `p` is absolute. */

@@ -5,6 +5,7 @@
 #     package and keeps a fusermount link), libfuse-dev + libfuse3-dev + pkg-config
 #     (building the patched binding), git + sqlite3 + python3-websockets
 #     (the main job and the tests), make + gcc (the tools tests build C),
+#     nettle-dev (SHA-256 for the harness hook client's discovery),
 #     btrfs-progs + rsync (peers of the benchmarks in bench/)
 #   - npm dependencies (npm install when node_modules is missing or older
 #     than package.json)
@@ -18,7 +19,7 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$major" -lt 20 ]; then say "Node.js 20 or newer is needed (found $(node --version 2>/dev/null || echo none))"; exit 1; fi
 
-pkgs=(libfuse2 fuse3 libfuse-dev libfuse3-dev pkg-config git sqlite3 python3-websockets python3-msgpack python3-venv python3-setuptools python3-wheel rsync make gcc btrfs-progs)
+pkgs=(libfuse2 fuse3 libfuse-dev libfuse3-dev pkg-config git sqlite3 python3-websockets python3-msgpack python3-venv python3-setuptools python3-wheel rsync make gcc nettle-dev btrfs-progs)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -47,7 +48,9 @@ node_modules/.bin/tsc -b
 # the harness hook client: C, because it runs before every tool call (Node's start-up alone is ~60 ms)
 if [ ! -x dist/hooks/rewindfs-hook ] || [ hooks/rewindfs-hook.c -nt dist/hooks/rewindfs-hook ]; then
   mkdir -p dist/hooks
-  gcc -O2 -Wall -Wextra -o dist/hooks/rewindfs-hook hooks/rewindfs-hook.c
+  # static: no dynamic loader at each start (about a quarter of its start-up under load); dynamic where libc.a is missing
+  gcc -O2 -Wall -Wextra -static -o dist/hooks/rewindfs-hook hooks/rewindfs-hook.c -lnettle 2>/dev/null \
+    || gcc -O2 -Wall -Wextra -o dist/hooks/rewindfs-hook hooks/rewindfs-hook.c -lnettle
 fi
 # node-gyp is chatty: keep its output, show it only when the build fails
 native_log=$(mktemp)

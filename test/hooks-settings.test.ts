@@ -203,7 +203,7 @@ t.test('the hook socket takes the token file\'s owner, group and mode', async t 
   t.ok(st.isSocket(), 'a unix socket')
   t.equal(st.mode & 0o777, 0o640, 'with the token file\'s mode')
   if (other !== null) t.same([st.uid, st.gid], [other, other], 'and its owner and group')
-  t.equal(await hookRequest(root, `ping ${token}`), 'ok', 'it answers')
+  t.equal(await hookRequest(sock.path, `ping ${token}`), 'ok', 'it answers')
   await sock.close()
   t.notOk(fs.existsSync(sock.path), 'close removes the socket file')
 })

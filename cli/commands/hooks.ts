@@ -7,6 +7,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
 import { findWorkspace, rewindHome } from '../../daemon/paths.js'
+import { discover } from '../../client/discover.js'
 import { HOOK_BINARY, FALLBACK_SCRIPT, hookCommand, installHook, settingsFile, uninstallHook, SettingsError, type Scope } from '../../hooks/settings.js'
 import type { Harness } from '../../proto/hook.js'
 import { CliError } from '../errors.js'
@@ -19,11 +20,19 @@ function harnessOf (s: string): Harness {
   throw new CliError(`"${s}" is not a harness rewindfs installs hooks for: give claude (Claude Code) or codex (Codex CLI)`)
 }
 
-function target (harness: Harness, o: Opts): { file: string, scope: Scope, project: string } {
+/** The mounted workspace containing `from`: this user's registry, else discovery (a mount made through sudo); null when neither knows one. */
+async function workspaceOf (from: string): Promise<string | null> {
+  const mine = findWorkspace(from)
+  if (mine) return mine.workspace
+  try { return (await discover(from))?.workspace ?? null } catch { return null }
+}
+
+async function target (harness: Harness, o: Opts): Promise<{ file: string, scope: Scope, project: string, mounted: boolean }> {
   if (o.project && o.user) throw new CliError('give --project or --user, not both')
   const scope: Scope = o.user ? 'user' : 'project'
-  const project = o.workspace ? path.resolve(o.workspace) : (findWorkspace(process.cwd())?.workspace ?? process.cwd())
-  return { file: settingsFile(harness, scope, project), scope, project }
+  const found = await workspaceOf(o.workspace ? path.resolve(o.workspace) : process.cwd())
+  const project = o.workspace ? path.resolve(o.workspace) : (found ?? process.cwd())
+  return { file: settingsFile(harness, scope, project), scope, project, mounted: found !== null }
 }
 
 function settings<T> (fn: () => T): T {
@@ -44,24 +53,24 @@ export function registerHooks (p: Command): void {
     .option('--home <dir>', 'the rewindfs home whose workspace registry the hook reads (default: this user\'s, as rewindfs mount uses it)')
     .description('Add a PreToolUse hook to the harness\'s settings: before every tool call (Bash included) it marks a checkpoint labelled with the tool\'s name, so `rewindfs rewind TOOL_USE_ID` can take that call back.')
     .addHelpText('after', '\nExample:\n  cd ~/project && rewindfs hooks install claude\n  rewindfs hooks install codex --user')
-    .action((h: string, o: Opts) => {
+    .action(async (h: string, o: Opts) => {
       const harness = harnessOf(h)
-      if (!fs.existsSync(HOOK_BINARY)) throw new CliError(`the hook client ${HOOK_BINARY} is not built: run npm run setup (it needs gcc)`)
-      const { file, project, scope } = target(harness, o)
+      if (!fs.existsSync(HOOK_BINARY)) throw new CliError(`the hook client ${HOOK_BINARY} is not built: run npm run setup (it needs gcc and nettle-dev)`)
+      const { file, project, scope, mounted } = await target(harness, o)
       const home = path.resolve(o.home ?? rewindHome())
       const command = hookCommand({ harness, hookBinary: HOOK_BINARY, home, node: process.execPath, fallbackScript: FALLBACK_SCRIPT })
       const r = settings(() => installHook({ harness, file, command, recordDir: path.join(home, 'hooks') }))
       for (const l of r.lines) console.log(l)
-      if (scope === 'project' && !findWorkspace(project)) console.log(`note: ${project} is not a rewindfs workspace yet: the hook does nothing until it is mounted (rewindfs mount ${project})`)
+      if (scope === 'project' && !mounted) console.log(`note: ${project} is not a rewindfs workspace yet: the hook does nothing until it is mounted (rewindfs mount ${project})`)
       if (harness === 'codex' && r.changed) console.log('note: Codex asks you to review and trust a new hook before it runs it')
     })
   common(hooks.command('uninstall').argument('<harness>', 'claude or codex'))
     .option('--home <dir>', 'the rewindfs home given at install (default: this user\'s)')
     .description('Remove exactly what hooks install added; other settings stay as they are now. An unchanged file gets its bytes from before the install back.')
     .addHelpText('after', '\nExample:\n  rewindfs hooks uninstall claude')
-    .action((h: string, o: Opts) => {
+    .action(async (h: string, o: Opts) => {
       const harness = harnessOf(h)
-      const { file } = target(harness, o)
+      const { file } = await target(harness, o)
       const home = path.resolve(o.home ?? rewindHome())
       for (const l of settings(() => uninstallHook({ file, recordDir: path.join(home, 'hooks') })).lines) console.log(l)
     })

@@ -3,13 +3,10 @@
  * (mcp/server.ts). stdout carries MCP messages only: console.log is sent to
  * stderr for the life of the process, and so are this command's own lines.
  */
-import fs from 'node:fs'
-import path from 'node:path'
 import type { Command } from 'commander'
 import { RewindClient } from '../../client/client.js'
 import { SERVER_NAME } from '../../daemon/server.js'
-import { locate, workspaceOption } from '../locate.js'
-import { CONNECTION_FILE } from '../../proto/messages.js'
+import { route, workspaceOption } from '../locate.js'
 
 /** The default rewind memory run of a workspace: "mcp " and its path ('!' and control characters replaced; at most 200 characters, the proto's bound). */
 export function defaultMcpRun (workspace: string): string {
@@ -28,7 +25,8 @@ export function registerMcp (p: Command): void {
       // loaded here, not at the top: every other command would pay for the SDK and zod at start-up
       const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js')
       const { createMcpServer } = await import('../../mcp/server.js')
-      const { workspace, store } = locate(o)
+      // the daemon as every client finds it (cli/locate.ts route: this user's registry, else discovery, so a mount made through sudo serves its user)
+      const { workspace } = await route(o)
       const run = o.run ?? defaultMcpRun(workspace)
       if (run.length === 0 || run.length > 200 || /[\u0000-\u001f\u007f!]/.test(run)) throw new Error(`--run "${run}" is not a run name: 1..200 characters, no control characters and no '!'`)
       let client: RewindClient | null = null
@@ -36,8 +34,11 @@ export function registerMcp (p: Command): void {
         workspace, run, version: SERVER_NAME.split('/')[1] ?? '0.0.0',
         client: async () => {
           if (client) return client
-          if (!fs.existsSync(path.join(store, CONNECTION_FILE))) throw new Error(`the workspace ${workspace} is not mounted: ask the user to run rewindfs mount ${workspace}`)
-          try { client = await RewindClient.connect({ storeDir: store, timeoutMs: 120000 }) } catch (e: any) {
+          // looked up again at each call until connected: the workspace may be mounted after the harness started
+          let r
+          try { r = await route({ workspace }) } catch (e: any) { throw new Error(`cannot find the rewindfs daemon of ${workspace} (${e.message})`) }
+          if (!r.running) throw new Error(`the workspace ${workspace} is not mounted: ask the user to run rewindfs mount ${workspace}`)
+          try { client = await RewindClient.connect({ ...r.connect, timeoutMs: 120000 }) } catch (e: any) {
             throw new Error(`cannot reach the rewindfs daemon of ${workspace} (${e.message}): ask the user to run rewindfs mount ${workspace}`)
           }
           return client

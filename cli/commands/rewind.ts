@@ -6,7 +6,7 @@ import type { Command } from 'commander'
 import { rewindToolCall, hookCalls, RewindError } from '../../hooks/rewind.js'
 import { HookReplyError } from '../../hooks/socket-client.js'
 import { CliError } from '../errors.js'
-import { locate, connect, workspaceOption } from '../locate.js'
+import { route, connect, workspaceOption } from '../locate.js'
 
 /** Adds `rewind` to the CLI. */
 export function registerRewind (p: Command): void {
@@ -17,7 +17,7 @@ export function registerRewind (p: Command): void {
     .description('Restore the workspace to the checkpoint the hook marked before a tool call, and (Claude Code) write the conversation cut at the same point as a new session to resume.')
     .addHelpText('after', '\nExample:\n  rewindfs rewind                                 # the tool calls, newest first\n  rewindfs rewind toolu_01VnqHcC4sNaG7dDZ8yK2XrB\n  claude --resume <the session id it prints>')
     .action(async (id: string | undefined, o: { workspace?: string, filesOnly?: boolean, json?: boolean }) => {
-      const { workspace, store } = locate(o)
+      const { workspace, hook } = await route(o)
       const client = await connect(o)
       try {
         if (id === undefined) {
@@ -27,7 +27,7 @@ export function registerRewind (p: Command): void {
           for (const c of calls) console.log(`${c.meta.tool_use_id ?? '(no id)'}  #${c.checkpoint}  ${new Date(c.time).toISOString().replace(/\.\d{3}Z$/, 'Z')}  ${c.meta.harness} ${c.meta.tool_name}${c.meta.input ? `: ${c.meta.input}` : ''}`)
           return
         }
-        const r = await rewindToolCall({ store, client, toolUseId: id, filesOnly: o.filesOnly })
+        const r = await rewindToolCall({ hook, client, toolUseId: id, filesOnly: o.filesOnly })
         if (o.json) { console.log(JSON.stringify(r)); return }
         for (const n of r.notes) console.log(`note: ${n}`)
         console.log(`restored checkpoint #${r.checkpoint}, marked before ${r.meta.tool_name} ${r.toolUseId}${r.meta.input ? ` (${r.meta.input})` : ''}: ${r.restore.changed} paths changed${r.restore.saved !== null ? `; the state it replaced is checkpoint #${r.restore.saved}` : ''}`)

@@ -182,9 +182,29 @@ class AsyncClient:
         """Seal the workspace as a checkpoint with `label`, the agent's `context` and segment `meta` (values, PROTOCOL.md "Values"); CheckpointInfo."""
         return await self.call("mark", label=label, context=context, meta=meta)
 
-    async def restore(self, checkpoint: int) -> Dict[str, Any]:
-        """Restore checkpoint `checkpoint` exactly; RestoreInfo {checkpoint, branch, changed, ms, saved, savedAll}."""
-        return await self.call("restore", checkpoint=checkpoint)
+    async def restore(self, checkpoint: int, paths: Optional[List[str]] = None, dry_run: Optional[bool] = None) -> Dict[str, Any]:
+        """Restore checkpoint `checkpoint` exactly; RestoreInfo {checkpoint, branch, changed, ms, saved, savedAll}.
+
+        With `paths` (workspace paths, not the root; at most 10000) only those files or subtrees go back, as a
+        new checkpoint on the current branch (RestoreInfo adds paths, changes, result); with `dry_run` nothing
+        changes and `changes` lists what would (PROTOCOL.md "Selective restore and undo")."""
+        return await self.call("restore", checkpoint=checkpoint, paths=paths, dryRun=dry_run)
+
+    async def undo(self, checkpoint: int, dry_run: Optional[bool] = None) -> Dict[str, Any]:
+        """Revert the segment ending at checkpoint `checkpoint` (what changed since its parent), keeping later work; UndoInfo.
+        A first checkpoint or one off the current lineage is E_BAD_REQUEST; with `dry_run` nothing changes."""
+        return await self.call("undo", checkpoint=checkpoint, dryRun=dry_run)
+
+    async def history(self, path: str, all_branches: Optional[bool] = None, limit: Optional[int] = None,
+                      meta: Optional[bool] = None) -> List[Dict[str, Any]]:
+        """The checkpoints at which workspace path `path` ("" the root) changed, newest first: PathHistoryEntry[]
+        of the current lineage (every branch with `all_branches`), at most `limit` (1..100000, default 100);
+        `meta` adds each checkpoint's segment metadata (PROTOCOL.md "Per-path history")."""
+        return await self.call("history", path=path, all=all_branches, limit=limit, meta=meta)
+
+    async def blame(self, path: str, all_branches: Optional[bool] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """history(path, meta=True): which checkpoint (and which tool call or step, by its segment metadata) changed `path`."""
+        return await self.history(path, all_branches, limit, True)
 
     async def log(self, branch: Optional[str] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """CheckpointInfo of every checkpoint (or of `branch`), newest first, at most `limit`."""

@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Union
 
 from .aio import AsyncClient
 from .errors import RewindError
-from .tools import BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, BACKTRACK_TOOLS, ToolArgumentError, backtrack_candidates, backtrack_commit, render_memory
+from .tools import BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, BACKTRACK_TOOLS, REWIND_DEPTHS, ToolArgumentError, backtrack_candidates, backtrack_commit, render_memory
 
 Message = Dict[str, Any]
 Model = Callable[[List[Message], List[Dict[str, Any]]], Union[Dict[str, Any], Awaitable[Dict[str, Any]]]]
@@ -51,8 +51,12 @@ class Runner:
     """Drives `model` with the agent's `tools` plus the backtrack tools; see the module docstring."""
 
     def __init__(self, client: AsyncClient, model: Model, execute_tool: ExecuteTool, run: str,
-                 tools: Optional[List[Dict[str, Any]]] = None, rewind_budget: Optional[int] = None, max_turns: int = 200) -> None:
+                 tools: Optional[List[Dict[str, Any]]] = None, rewind_budget: Optional[int] = None, max_turns: int = 200,
+                 rewind_depth: str = "both") -> None:
+        if rewind_depth not in REWIND_DEPTHS:
+            raise ValueError(f"rewind_depth must be one of {', '.join(REWIND_DEPTHS)}, not {rewind_depth!r}")
         self.client, self.model, self.execute_tool, self.run_name = client, model, execute_tool, run
+        self.rewind_depth = rewind_depth
         self.tools = list(tools or []) + BACKTRACK_TOOLS
         self.rewind_budget = rewind_budget
         self.max_turns = max_turns
@@ -78,17 +82,27 @@ class Runner:
                 return res
             for call in calls:
                 if call["name"] == BACKTRACK_COMMIT and (self.rewind_budget is None or len(res.rewinds) < self.rewind_budget):
+                    async def verify(cid: int, depth: str) -> None:
+                        if depth == "workspace":
+                            return  # the conversation goes on: no stored context needed
+                        c = await self.client.context(cid)
+                        if not isinstance(c, dict) or c.get("kind") != CONTEXT_KIND:
+                            raise ToolArgumentError("checkpoint_id", f"checkpoint {cid} was not marked by this run's runner (it carries no stored context to continue from); choose a checkpoint labelled \"before model call N\"")
                     try:
-                        done = await backtrack_commit(self.client, self.run_name, call.get("arguments") or {})
-                        ctx = await self.client.context(done["checkpoint"])
-                        if not isinstance(ctx, dict) or ctx.get("kind") != CONTEXT_KIND:
-                            raise RewindError("E_BAD_REQUEST", f"checkpoint {done['checkpoint']} carries no runner context")
+                        done = await backtrack_commit(self.client, self.run_name, call.get("arguments") or {}, depth=self.rewind_depth, verify=verify)
                     except ToolArgumentError as e:
                         messages = messages + [self._answer(call, {"error": str(e), "field": e.field})]
                         continue
+                    res.rewinds.append({"checkpoint": done["checkpoint"], "from": done["from"], "memoryCount": done["memoryCount"], "depth": done["depth"]})
+                    if done["depth"] == "workspace":
+                        # the files went back, the conversation goes on: answer this call, the rest of the reply as not run
+                        messages = messages + [self._answer(call, {"restored": done["checkpoint"], "depth": "workspace", "changed": (done["restore"] or {}).get("changed", 0)})]
+                        for rest in calls[calls.index(call) + 1:]:
+                            messages = messages + [self._answer(rest, {"error": f"not run: {BACKTRACK_COMMIT} ended the turn (the files were restored to checkpoint {done['checkpoint']})"})]
+                        break
+                    ctx = await self.client.context(done["checkpoint"])
                     memory = await self.client.memory_get(self.run_name)
                     messages = [m for m in ctx["messages"] if m.get("name") != MEMORY_NAME] + [{"role": "user", "name": MEMORY_NAME, "content": render_memory(memory)}]
-                    res.rewinds.append({"checkpoint": done["checkpoint"], "from": done["from"], "memoryCount": done["memoryCount"]})
                     break
                 if call["name"] == BACKTRACK_COMMIT:
                     result: Any = {"error": f"the rewind budget ({self.rewind_budget}) is spent; continue from here"}

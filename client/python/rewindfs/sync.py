@@ -95,8 +95,18 @@ class Client:
     def mark(self, label: Optional[str] = None, context: Any = None, meta: Any = None) -> Dict[str, Any]:
         return self._run(self.aio.mark(label, context, meta))
 
-    def restore(self, checkpoint: int) -> Dict[str, Any]:
-        return self._run(self.aio.restore(checkpoint))
+    def restore(self, checkpoint: int, paths: Optional[List[str]] = None, dry_run: Optional[bool] = None) -> Dict[str, Any]:
+        return self._run(self.aio.restore(checkpoint, paths, dry_run))
+
+    def undo(self, checkpoint: int, dry_run: Optional[bool] = None) -> Dict[str, Any]:
+        return self._run(self.aio.undo(checkpoint, dry_run))
+
+    def history(self, path: str, all_branches: Optional[bool] = None, limit: Optional[int] = None,
+                meta: Optional[bool] = None) -> List[Dict[str, Any]]:
+        return self._run(self.aio.history(path, all_branches, limit, meta))
+
+    def blame(self, path: str, all_branches: Optional[bool] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        return self._run(self.aio.blame(path, all_branches, limit))
 
     def log(self, branch: Optional[str] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         return self._run(self.aio.log(branch, limit))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Awaitable, Callable, Dict, List, Optional
 
 from .aio import AsyncClient
 
@@ -46,11 +46,19 @@ class ToolArgumentError(ValueError):
         self.field = field
 
 
+REWIND_DEPTHS = ("both", "context", "workspace")
+"""How far a backtrack goes (client/tools.ts REWIND_DEPTHS): both = files restored and context rebuilt;
+context = only the context rebuilt, the files kept; workspace = only the files restored, the conversation kept."""
+
+
 def parse_commit_args(args: Dict[str, Any]) -> Dict[str, Any]:
-    """Check backtrack_commit arguments {checkpoint_id, memory, reason}; raise ToolArgumentError."""
+    """Check backtrack_commit arguments {checkpoint_id, memory, reason, depth?}; raise ToolArgumentError."""
     for k in args:
-        if k not in ("checkpoint_id", "memory", "reason"):
-            raise ToolArgumentError(k, f"unknown argument {k}; the arguments are checkpoint_id, memory, reason")
+        if k not in ("checkpoint_id", "memory", "reason", "depth"):
+            raise ToolArgumentError(k, f"unknown argument {k}; the arguments are checkpoint_id, memory, reason, depth")
+    depth = args.get("depth")
+    if depth is not None and depth not in REWIND_DEPTHS:
+        raise ToolArgumentError("depth", f"depth must be one of {', '.join(REWIND_DEPTHS)}")
     cid = args.get("checkpoint_id")
     if not isinstance(cid, int) or isinstance(cid, bool) or cid < 1:
         raise ToolArgumentError("checkpoint_id", "checkpoint_id must be an integer ≥ 1")
@@ -70,7 +78,7 @@ def parse_commit_args(args: Dict[str, Any]) -> Dict[str, Any]:
     reason = args.get("reason")
     if not isinstance(reason, str):
         raise ToolArgumentError("reason", "reason must be a string")
-    return {"checkpoint_id": cid, "memory": {k: mem[k] for k in NOTE_FIELDS}, "reason": reason}
+    return {"checkpoint_id": cid, "memory": {k: mem[k] for k in NOTE_FIELDS}, "reason": reason, "depth": depth}
 
 
 async def backtrack_candidates(client: AsyncClient, args: Dict[str, Any], limit: int = MAX_CANDIDATES) -> Dict[str, Any]:
@@ -80,20 +88,28 @@ async def backtrack_candidates(client: AsyncClient, args: Dict[str, Any], limit:
     return {"candidates": await client.candidates(max(1, min(limit, MAX_CANDIDATES)))}
 
 
-async def backtrack_commit(client: AsyncClient, run: str, args: Dict[str, Any], target: Optional[int] = None) -> Dict[str, Any]:
+async def backtrack_commit(client: AsyncClient, run: str, args: Dict[str, Any], target: Optional[int] = None,
+                           depth: Optional[str] = None, verify: Optional[Callable[[int, str], Awaitable[None]]] = None) -> Dict[str, Any]:
     """Run backtrack_commit for `run`: check the arguments and that the checkpoint is a
-    candidate, add the memory entry (durable first), restore. Returns
-    {checkpoint, from, restore, record, memoryCount}."""
+    candidate, await `verify(checkpoint, depth)` (it may raise ToolArgumentError before
+    anything changes), add the memory entry (durable first), restore unless the depth
+    (the arguments', else `depth`, else "both") is "context". Returns
+    {checkpoint, from, depth, restore (None at depth context), record, memoryCount}."""
     a = parse_commit_args(args)
     cands = await client.candidates(MAX_CANDIDATES)
     if not any(c["id"] == a["checkpoint_id"] for c in cands):
         raise ToolArgumentError("checkpoint_id", f"checkpoint {a['checkpoint_id']} is not among the candidates (call {BACKTRACK_CANDIDATES})")
     to = target if target is not None else a["checkpoint_id"]
+    d = a["depth"] or depth or "both"
+    if d not in REWIND_DEPTHS:
+        raise ValueError(f"depth must be one of {', '.join(REWIND_DEPTHS)}, not {d!r}")
+    if verify is not None:
+        await verify(to, d)
     frm = (await client.status())["head"]
     record = {"kind": "rewindfs.memory/1", **a["memory"], "reason": a["reason"], "from": frm, "to": to, "time": int(time.time() * 1000)}
     count = await client.memory_add(run, record)
-    restored = await client.restore(to)
-    return {"checkpoint": to, "from": frm, "restore": restored, "record": record, "memoryCount": count}
+    restored = None if d == "context" else await client.restore(to)
+    return {"checkpoint": to, "from": frm, "depth": d, "restore": restored, "record": record, "memoryCount": count}
 
 
 def render_memory(entries: List[Dict[str, Any]]) -> str:

@@ -85,6 +85,39 @@ class Sync(unittest.TestCase):
                 c.read("../etc/passwd")
             self.assertEqual((e.exception.code, e.exception.details), ("E_BAD_REQUEST", {"field": "path"}))
 
+    def test_selective_restore_undo_history_blame(self):
+        a, b = os.path.join(WS, "sel-a.txt"), os.path.join(WS, "sel-b.txt")
+        with Client.connect(workspace=WS) as c:
+            for p, t in ((a, "a1\n"), (b, "b1\n")):
+                with open(p, "w") as f:
+                    f.write(t)
+            one = c.mark("sel one", meta={"step": 1})
+            for p, t in ((a, "a2\n"), (b, "b2\n")):
+                with open(p, "w") as f:
+                    f.write(t)
+            two = c.mark("sel two", meta={"step": 2})
+            dry = c.restore(one["id"], paths=["sel-a.txt"], dry_run=True)
+            self.assertTrue(dry["dryRun"])
+            self.assertEqual([x["path"].lstrip("/") for x in dry["changes"]], ["sel-a.txt"])
+            with open(a) as f:
+                self.assertEqual(f.read(), "a2\n", "a dry run changes nothing")
+            r = c.restore(one["id"], paths=["sel-a.txt"])
+            self.assertEqual(r["paths"], ["sel-a.txt"])
+            self.assertIsNotNone(r["result"])
+            with open(a) as f, open(b) as g:
+                self.assertEqual((f.read(), g.read()), ("a1\n", "b2\n"), "only the path given goes back")
+            hist = c.history("sel-b.txt")
+            self.assertEqual([h["checkpoint"] for h in hist][:2], [two["id"], one["id"]], "b changed at two and at one, newest first")
+            blame = c.blame("sel-b.txt")
+            self.assertEqual(blame[0]["meta"], {"step": 2}, "blame carries the segment metadata")
+            u = c.undo(r["result"])
+            self.assertTrue(u["applied"], u)
+            with open(a) as f, open(b) as g:
+                self.assertEqual((f.read(), g.read()), ("a2\n", "b2\n"), "undo of the selective restore puts a back as it was before it")
+            with self.assertRaises(RewindError) as e:
+                c.history("../x")
+            self.assertEqual(e.exception.code, "E_BAD_REQUEST")
+
     def test_events(self):
         with Client.connect(workspace=WS, encoding="msgpack") as c:
             c.subscribe(["checkpoint"])
@@ -102,6 +135,74 @@ class Async(unittest.TestCase):
                 self.assertNotEqual(a["id"], b["id"])
                 self.assertEqual(s["workspace"], os.path.realpath(WS))
         asyncio.run(main())
+
+    def test_history_and_undo(self):
+        path = os.path.join(WS, "aio-undo.txt")
+
+        async def main():
+            async with await AsyncClient.connect(workspace=WS) as c:
+                with open(path, "w") as f:
+                    f.write("x\n")
+                cp = await c.mark("aio undo")
+                hist, dry = await asyncio.gather(c.history("aio-undo.txt", limit=5), c.undo(cp["id"], dry_run=True))
+                self.assertEqual(hist[0]["checkpoint"], cp["id"])
+                self.assertTrue(os.path.exists(path), "a dry run changes nothing")
+                await c.undo(cp["id"])
+                self.assertFalse(os.path.exists(path), "undo removes the file the segment created")
+        asyncio.run(main())
+
+    def test_runner_rewind_depths(self):
+        path = os.path.join(WS, "depth.txt")
+
+        def run(runner_depth, commit_depth):
+            seen, marks = [], []
+
+            def model(messages, tools):
+                seen.append(messages)
+                if len(seen) == 1:
+                    return {"content": "", "tool_calls": [{"id": "1", "name": "write", "arguments": {"text": "bad"}}]}
+                if len(seen) == 2:
+                    args = {"checkpoint_id": marks[0], "reason": "bad write",
+                            "memory": {"tried": "bad", "why_abandoned": "bad", "instead": "good", "facts": [], "milestones": []}}
+                    if commit_depth is not None:
+                        args["depth"] = commit_depth
+                    return {"content": "", "tool_calls": [{"id": "2", "name": "backtrack_commit", "arguments": args}]}
+                return {"content": "done", "tool_calls": []}
+
+            def execute(call):
+                with open(path, "w") as f:
+                    f.write(call["arguments"]["text"])
+                return {"ok": True}
+
+            async def main():
+                async with await AsyncClient.connect(workspace=WS) as c:
+                    with open(path, "w") as f:
+                        f.write("start")
+                    orig = c.mark
+
+                    async def mark(*a, **k):
+                        cp = await orig(*a, **k)
+                        marks.append(cp["id"])
+                        return cp
+                    c.mark = mark  # type: ignore[method-assign]
+                    r = Runner(c, model, execute, run=f"py-depth-{runner_depth}-{commit_depth}", rewind_depth=runner_depth,
+                               tools=[{"name": "write", "description": "write", "parameters": {"type": "object"}}])
+                    return await r.run([{"role": "user", "content": "task"}])
+            res = asyncio.run(main())
+            with open(path) as f:
+                return res, seen, f.read()
+
+        res, seen, text = run("context", None)
+        self.assertEqual(res.rewinds[0]["depth"], "context", "the runner's depth when the call names none")
+        self.assertEqual(text, "bad", "depth context keeps the files")
+        self.assertEqual(seen[-1][-1]["name"], "rewind_memory", "and rebuilds the context with the memory")
+        res, seen, text = run("context", "workspace")
+        self.assertEqual(res.rewinds[0]["depth"], "workspace", "the call's depth wins")
+        self.assertEqual(text, "start", "depth workspace restores the files")
+        self.assertTrue(any(m.get("role") == "tool" and "write" in str(m.get("name", "")) for m in seen[-1]), "and keeps the conversation (the abandoned write is still in it)")
+        self.assertIn('"depth": "workspace"', seen[-1][-1]["content"])
+        with self.assertRaises(ValueError):
+            Runner(None, None, None, run="x", rewind_depth="deep")  # type: ignore[arg-type]
 
     def test_runner_rewinds_files_and_context(self):
         path = os.path.join(WS, "runner.txt")
