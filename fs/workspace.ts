@@ -31,6 +31,7 @@ import {
   cloneRecord, isDir, isFile, isSymlink, nowNs
 } from './inode.js'
 import { type TableNode, applyChanges, lookup } from './itable.js'
+import { osPath } from '../base/names.js'
 import { LowerLayer, type LowerEntry, recordOfLower, frozenBlocks } from './lower.js'
 import { BlockList, MAX_BLOCKS, isZeroBlock } from './blocklist.js'
 import { copyIntoBlocks, dataExtents, forOtherProcess } from './sparse.js'
@@ -836,7 +837,7 @@ export class Workspace implements FsOps, InodeOps {
       if (f?.blocks) list = frozenBlocks(f.blocks)
       else {
         try {
-          const st = fs.lstatSync(this.lower.pathOf(r.lower.p))
+          const st = fs.lstatSync(osPath(this.lower.pathOf(r.lower.p)))
           return dataExtents(forOtherProcess(this.lower.pathOf(r.lower.p)), r.size, st.blocks * 512)
         } catch { return [[0, r.size]] }
       }
