@@ -42,3 +42,8 @@ export function readdirNames (dir: string): string[] {
 export function readlinkName (p: string): string {
   return nameOfBuffer(fs.readlinkSync(osPath(p), { encoding: 'buffer' }))
 }
+
+/** Length in bytes of a name on disk (an escaped byte counts 1, not the 3 of Buffer.byteLength). */
+export function nameByteLength (s: string): number {
+  return isByteName(s) ? encodeName(s).length : Buffer.byteLength(s)
+}
