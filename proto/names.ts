@@ -105,3 +105,75 @@ export function encodeName (s: string): Uint8Array {
   flush(s.length)
   return Uint8Array.from(out)
 }
+
+/** Operations whose replies carry workspace paths or symlink targets (PROTOCOL.md "Paths that are not UTF-8"). */
+export const OPS_WITH_PATHS: ReadonlySet<string> = new Set(['diff', 'stat', 'readdir', 'history', 'restore', 'undo'])
+
+/**
+ * A reply value with every string that holds an escaped byte (a path or
+ * symlink target that is not UTF-8, see isByteName) replaced by its bytes,
+ * which the codec sends as msgpack bin or, in JSON, as base64 named in the
+ * message's `bytes` field. Copy-on-write: returns `v` itself when nothing
+ * needs it. Map keys are left alone (paths are never keys in replies).
+ */
+export function namesAsBytes (v: unknown): unknown {
+  if (typeof v === 'string') return isByteName(v) ? encodeName(v) : v
+  if (v === null || typeof v !== 'object' || v instanceof Uint8Array) return v
+  if (Array.isArray(v)) {
+    let out: unknown[] | undefined
+    for (let i = 0; i < v.length; i++) {
+      const x = namesAsBytes(v[i])
+      if (x !== v[i]) (out ??= v.slice())[i] = x
+    }
+    return out ?? v
+  }
+  let out: Record<string, unknown> | undefined
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const y = namesAsBytes(x)
+    if (y !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = y
+  }
+  return out ?? v
+}
+
+/** Fields of replies (and events) that hold a path or a list of paths, or a symlink target. */
+const PATH_FIELDS: ReadonlySet<string> = new Set(['path', 'paths', 'laterPath', 'skipped', 'from', 'to', 'target'])
+
+/**
+ * The inverse of namesAsBytes for a client that keeps paths as strings: in
+ * a reply of an operation of OPS_WITH_PATHS (or a restore event), each path
+ * field (`path`, `paths`, `laterPath`, `skipped`, `from`, `to`, `target`)
+ * that arrived as bytes becomes the string decodeName gives (lone surrogates
+ * U+DC80..U+DCFF for bytes that are not UTF-8), which such a client sends
+ * back as bytes (pathsForWire). Segment metadata (`meta`) is left as it is.
+ * Copy-on-write.
+ */
+export function namesFromBytes (v: unknown, inPath = false): unknown {
+  if (v instanceof Uint8Array) return inPath ? decodeName(v) : v
+  if (v === null || typeof v !== 'object') return v
+  if (Array.isArray(v)) {
+    let out: unknown[] | undefined
+    for (let i = 0; i < v.length; i++) {
+      const x = namesFromBytes(v[i], inPath)
+      if (x !== v[i]) (out ??= v.slice())[i] = x
+    }
+    return out ?? v
+  }
+  let out: Record<string, unknown> | undefined
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (k === 'meta') continue
+    const y = namesFromBytes(x, PATH_FIELDS.has(k))
+    if (y !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = y
+  }
+  return out ?? v
+}
+
+/** A request's `path` and `paths` with each path that holds an escaped byte as its bytes (the form the server reads). */
+export function pathsForWire<T extends object> (args: T): T {
+  const a = args as Record<string, unknown>
+  let out: Record<string, unknown> | undefined
+  if (typeof a.path === 'string' && isByteName(a.path)) (out ??= { ...a }).path = encodeName(a.path)
+  if (Array.isArray(a.paths) && a.paths.some(p => typeof p === 'string' && isByteName(p))) {
+    (out ??= { ...a }).paths = a.paths.map(p => typeof p === 'string' && isByteName(p) ? encodeName(p) : p)
+  }
+  return (out ?? a) as T
+}

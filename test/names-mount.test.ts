@@ -14,11 +14,26 @@ import t from 'tap'
 import fs from 'node:fs'
 import { mountWorkspace } from './helpers/mount.js'
 import { py } from './helpers/ll-mount.js'
+import path from 'node:path'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import { RewindClient } from '../client/client.js'
+import { ROOT } from '../scripts/generate.js'
+
+const run = promisify(execFile)
 
 const B = (s: string): Buffer => Buffer.from(s, 'latin1')
 const hexNames = (dir: string): string[] => fs.readdirSync(dir, { encoding: 'buffer' }).map(b => b.toString('hex')).sort()
 const inDir = (dir: string, bytes: Buffer): Buffer => Buffer.concat([Buffer.from(dir + '/'), bytes])
 const hex = (s: string): string => B(s).toString('hex')
+const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
+
+/** Runs `code` with the Python package of client/python (Debian's websockets and msgpack) against the daemon of `store`; the JSON it prints. */
+async function pyClient (store: string, code: string, cp: number): Promise<any> {
+  const prog = `import json\nfrom rewindfs import Client\nSTORE = ${JSON.stringify(store)}\nCP = ${cp}\n${code}`
+  const r = await run(PYTHON, ['-c', prog], { cwd: '/', env: { ...process.env, PYTHONPATH: path.join(ROOT, 'client/python') }, timeout: 120000 })
+  return JSON.parse(r.stdout.trim().split('\n').pop()!)
+}
 
 /** Python: the names of '.' as sorted hex of their bytes, and each regular file's content by that hex. */
 const LIST = `
@@ -71,12 +86,43 @@ out({'l': l, 'target': os.readlink(b'ls\\xfe').hex(), 'lsize': os.lstat(b'ls\\xf
 
     const cp = await m.client.mark({ label: 'all names' })
     await py(m.dir, "os.unlink(b'pair-\\xfe.txt'); os.unlink(b'n\\x80'); open(b'pair-\\xff.txt', 'wb').write(b'broken'); out(0)")
+    // the CLI prints such paths escaped as ls -b does
+    const diff = await m.cli(['diff', String(cp.id)])
+    t.equal(diff.code, 0, `diff runs: ${diff.stderr}`)
+    t.same(diff.stdout.split('\n').filter(l => l !== '' && !l.endsWith(' /')).sort(), ['D /n\\200', 'D /pair-\\376.txt', 'M /pair-\\377.txt'], 'diff names the paths, escaped')
+    // the protocol: such paths go as bytes (msgpack bin, JSON base64 named in `bytes`); the TS client gives them back as its strings
+    for (const encoding of ['json', 'msgpack'] as const) {
+      const c = await RewindClient.connect({ storeDir: m.store, encoding })
+      try {
+        const d = await c.diff({ a: cp.id })
+        t.ok(d.some(e => e.path === '/pair-\udcfe.txt' && e.change === 'deleted'), `${encoding}: diff carries the path that is not UTF-8`)
+        const st = await c.stat({ id: cp.id, path: '/pair-\udcfe.txt' })
+        t.equal(st?.size, 6, `${encoding}: stat at the checkpoint of a path sent as bytes`)
+        const read = await c.read({ id: cp.id, path: 'd\udce9/moved\udc81' })
+        t.equal(Buffer.from(read).toString(), 'nested\n', `${encoding}: read through a directory that is not UTF-8`)
+      } finally { await c.close() }
+    }
+    const pyc = await pyClient(m.store, `
+res = {}
+for enc in ('json', 'msgpack'):
+    c = Client.connect(store=STORE, encoding=enc)
+    try:
+        d = c.diff(CP)
+        st = c.stat(b'pair-\\xfe.txt', checkpoint=CP)
+        res[enc] = {'deleted': sorted(e['path'].hex() for e in d if e['change'] == 'deleted' and isinstance(e['path'], bytes)),
+                    'size': st['size'], 'path': st['path'].hex() if isinstance(st['path'], bytes) else st['path']}
+    finally:
+        c.close()
+print(json.dumps(res))
+`, cp.id)
+    for (const enc of ['json', 'msgpack']) {
+      t.same(pyc[enc]?.deleted, [hex('/n\x80'), hex('/pair-\xfe.txt')].sort(), `python ${enc}: such paths arrive as bytes`)
+      t.equal(pyc[enc]?.size, 6, `python ${enc}: a path sent as bytes`)
+    }
     await m.client.restore({ id: cp.id })
     const back = await py(m.dir, LIST + 'out(listing())')
     t.same(back.names, made.l.names, 'restore brings back every name')
     t.same(back.files, made.l.files, 'with every content')
-    const diff = await m.cli(['diff', String(cp.id)])
-    t.equal(diff.code, 0, `diff runs: ${diff.stderr}`)
 
     await m.unmount()
     t.same(hexNames(m.dir), made.l.names, 'after the unmount the directory holds exactly those names, as bytes')
