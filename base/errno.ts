@@ -28,6 +28,7 @@ export const ENOSYS = E.ENOSYS
 export const ENOTSUP = E.ENOTSUP
 export const E2BIG = E.E2BIG
 export const EBUSY = E.EBUSY
+export const EILSEQ = E.EILSEQ
 
 /** A failed filesystem operation: `errno` is positive (ENOENT = 2). */
 export class FsError extends Error {

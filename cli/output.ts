@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs'
 import bytes from 'bytes'
+import { isByteName } from '../proto/names.js'
 import type { RewindClient } from '../client/client.js'
 import type { CheckpointInfo, GcReport } from '../daemon/api.js'
 
@@ -81,4 +82,27 @@ export function printGcReport (r: GcReport): void {
     for (const n of r.packs.notCompacted) console.log(`  pack ${n.pack} not compacted: ${n.reason}`)
   }
   console.log(`space ${r.dryRun ? 'that would be returned (block bytes)' : 'returned'}: ${fmtBytes(r.bytes.returned)} (${fmtMs(r.ms)})`)
+}
+
+/**
+ * A path as the CLI prints it: as it is, unless it holds a byte that is not
+ * UTF-8 (issue 18: an escaped byte, proto/names.ts) or a control character;
+ * then escaped the way `ls -b` does: such bytes as `\ooo` (octal), `\n`,
+ * `\t`, and a backslash as `\\`, so the line stays one line and says
+ * which bytes the name has.
+ */
+export function showPath (p: string): string {
+  // eslint-disable-next-line no-control-regex
+  if (!isByteName(p) && !/[\x00-\x1f\x7f]/.test(p)) return p
+  let out = ''
+  for (const ch of p) {
+    const c = ch.charCodeAt(0)
+    if (ch.length === 1 && c >= 0xdc80 && c <= 0xdcff) out += '\\' + (c - 0xdc00).toString(8).padStart(3, '0')
+    else if (ch === '\\') out += '\\\\'
+    else if (ch === '\n') out += '\\n'
+    else if (ch === '\t') out += '\\t'
+    else if (c < 0x20 || c === 0x7f) out += '\\' + c.toString(8).padStart(3, '0')
+    else out += ch
+  }
+  return out
 }

@@ -12,6 +12,7 @@ import { promises as fs } from 'node:fs'
 import * as path from 'node:path'
 import { WebSocket, type RawData } from 'ws'
 import { codec, reviveBytes } from '../proto/codec.js'
+import { namesFromBytes, OPS_WITH_PATHS, pathsForWire } from '../proto/names.js'
 import { isErrorCode } from '../proto/errors.js'
 import {
   CONNECTION_FILE, TOKEN_FILE, isConnectionInfo, isErrorReply, isEvent, isOkReply,
@@ -312,7 +313,7 @@ export class RewindClient {
 
   private send (ws: WebSocket, op: Op, args: object, timeoutMs: number): Promise<unknown> {
     const id = this.nextId++
-    const frame = codec.encode({ ...args, v: PROTOCOL_VERSION, id, op }, this.opts.encoding)
+    const frame = codec.encode({ ...pathsForWire(args), v: PROTOCOL_VERSION, id, op }, this.opts.encoding)
     const size = typeof frame === 'string' ? Buffer.byteLength(frame) : frame.byteLength
     const limit = this.serverInfo?.maxPayload
     if (limit !== undefined && size > limit) {
@@ -434,8 +435,9 @@ export class RewindClient {
       return // a frame we cannot decode answers nothing we wait for
     }
     if (isEvent(msg)) {
-      for (const fn of this.listeners[msg.event] as Set<Listener<Event>>) {
-        try { fn(msg) } catch { /* a listener's failure is its own */ }
+      const ev = msg.event === 'restore' ? namesFromBytes(msg) as Event : msg
+      for (const fn of this.listeners[ev.event] as Set<Listener<Event>>) {
+        try { fn(ev) } catch { /* a listener's failure is its own */ }
       }
       return
     }
@@ -446,7 +448,11 @@ export class RewindClient {
       this.settle(msg.id, new RewindError(code, msg.error.message, msg.error.details, p?.op))
       return
     }
-    if (isOkReply(msg) && typeof msg.id === 'number') this.settle(msg.id, { ok: msg.ok })
+    if (isOkReply(msg) && typeof msg.id === 'number') {
+      // paths that are not UTF-8 arrive as bytes: the client's string form of them (proto/names.ts)
+      const op = this.pending.get(msg.id)?.op
+      this.settle(msg.id, { ok: op !== undefined && OPS_WITH_PATHS.has(op) ? namesFromBytes(msg.ok) : msg.ok })
+    }
   }
 }
 

@@ -14,7 +14,7 @@ import path from 'node:path'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { Workspace } from '../fs/workspace.js'
-import { LowerLayer, rootOfLower, type FrozenPath } from '../fs/lower.js'
+import { LowerLayer, rootOfLower, decodeFrozen, relOfFrozenKey, type FrozenPath } from '../fs/lower.js'
 import { ROOT_INO } from '../fs/inode.js'
 import { applyChanges, emptyTable } from '../fs/itable.js'
 import { Service } from './service.js'
@@ -90,7 +90,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   // the lower layer: DIR opened before the mount covers it
   const dirFd = fs.openSync(o.dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY)
   const frozen = new Map<string, FrozenPath[]>()
-  for await (const e of db.iterate<FrozenPath[]>('lower')) frozen.set(e.key, e.value)
+  for await (const e of db.iterate<FrozenPath[]>('lower')) frozen.set(relOfFrozenKey(e.key), decodeFrozen(e.value))
   const lower = new LowerLayer(`/proc/self/fd/${dirFd}`, state.session, frozen, xattrIo.read)
 
   let ws: Workspace

@@ -19,6 +19,7 @@ import { createServer, type IncomingMessage, type Server as HttpServer } from 'n
 import { isIP, type AddressInfo } from 'node:net'
 import { WebSocketServer, WebSocket } from 'ws'
 import { codec } from '../proto/codec.js'
+import { namesAsBytes, OPS_WITH_PATHS } from '../proto/names.js'
 import { ApiError, isErrorCode, ProtoError, type WireError } from '../proto/errors.js'
 import { EVENTS, OPS, type Encoding, type Event, type EventName, type HelloInfo, type Request, type RequestId } from '../proto/messages.js'
 import { MAX_READ_LENGTH, peekId, validateRequest } from '../proto/validate.js'
@@ -185,7 +186,8 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
   }
 
   function broadcast (event: Event): void {
-    for (const c of conns) if (c.events.has(event.event)) send(c, event, c.eventEncoding)
+    const wire = namesAsBytes(event) as Event // a restore event's paths that are not UTF-8 go as bytes, as in replies
+    for (const c of conns) if (c.events.has(event.event)) send(c, wire, c.eventEncoding)
   }
 
   /** The effect ledger's operations, or E_INTERNAL when this api keeps none. */
@@ -258,7 +260,9 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
       id = peekId(d.msg)
       const req = validateRequest(d.msg)
       const result = await dispatch(c, req, encoding)
-      send(c, { id: req.id, ok: result === undefined ? null : result }, encoding)
+      // paths that are not UTF-8 go as bytes (PROTOCOL.md "Paths that are not UTF-8")
+      const ok = result === undefined ? null : OPS_WITH_PATHS.has(req.op) ? namesAsBytes(result) : result
+      send(c, { id: req.id, ok }, encoding)
     } catch (err) {
       if (err instanceof ProtoError && err.id !== null) id = err.id
       send(c, { id, error: toWireError(err) }, encoding)

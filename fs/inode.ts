@@ -6,6 +6,7 @@
  */
 import type { Ino } from '../base/types.js'
 import { BlockList } from './blocklist.js'
+import { decodeName, encodeName, isByteName } from '../base/names.js'
 
 /** File type bits of st_mode (Linux values, <sys/stat.h>). */
 export const S_IFMT = 0o170000
@@ -109,10 +110,32 @@ export function nowNs (): bigint {
   return clockBase + process.hrtime.bigint()
 }
 
-/** Plain-object form of a record for msgpack (Maps become [name, ino] pairs). */
+/**
+ * A name (entry name, symlink target, lower path) in the store's form: the
+ * string when it is valid UTF-8, else a msgpack bin of its exact bytes
+ * (issue 18: msgpack str is UTF-8, and msgpackr turns a lone surrogate into
+ * U+FFFD). FORMAT.md "Names that are not UTF-8".
+ */
+export function storedName (s: string): string | Uint8Array {
+  return isByteName(s) ? encodeName(s) : s
+}
+
+/** Inverse of storedName: a str as it is, a bin decoded losslessly (base/names.ts). */
+export function nameOfStored (v: string | Uint8Array): string {
+  return typeof v === 'string' ? v : decodeName(v)
+}
+
+/** Plain-object form of a record for msgpack (Maps become [name, ino] pairs; names not valid UTF-8 become bin, see storedName). */
 export function encodeRecord (r: InodeRecord): Record<string, unknown> {
   const o: Record<string, unknown> = { ...r }
-  if (r.entries) o.entries = [...r.entries]
+  if (r.links.some(l => isByteName(l[1]))) o.links = r.links.map(l => [l[0], storedName(l[1])])
+  if (r.entries) {
+    const e: Array<[string | Uint8Array, Ino]> = [...r.entries]
+    for (const x of e) if (isByteName(x[0] as string)) x[0] = encodeName(x[0] as string)
+    o.entries = e
+  }
+  if (r.target !== undefined && isByteName(r.target)) o.target = encodeName(r.target)
+  if (r.lower && isByteName(r.lower.p)) o.lower = { s: r.lower.s, p: encodeName(r.lower.p) }
   if (r.blocks) o.blocks = r.blocks.encode()
   return o
 }
@@ -120,7 +143,13 @@ export function encodeRecord (r: InodeRecord): Record<string, unknown> {
 /** Inverse of encodeRecord; reads format-2 block lists too. Throws TypeError for a malformed block list. */
 export function decodeRecord (o: any): InodeRecord {
   const r = o as InodeRecord
-  if (Array.isArray(o.entries)) r.entries = new Map(o.entries as [string, Ino][])
+  if (Array.isArray(o.links)) for (const l of o.links) if (typeof l[1] !== 'string') l[1] = decodeName(l[1])
+  if (Array.isArray(o.entries)) {
+    for (const e of o.entries) if (typeof e[0] !== 'string') e[0] = decodeName(e[0])
+    r.entries = new Map(o.entries as [string, Ino][])
+  }
+  if (o.target !== undefined && typeof o.target !== 'string') r.target = decodeName(o.target)
+  if (o.lower !== undefined && typeof o.lower.p !== 'string') r.lower = { s: o.lower.s, p: decodeName(o.lower.p) }
   if (o.blocks !== undefined) r.blocks = BlockList.decode(o.blocks)
   for (const k of ['atime', 'mtime', 'ctime'] as const) if (typeof r[k] !== 'bigint') r[k] = BigInt(r[k] as any)
   if (r.xattrs) for (const n of Object.keys(r.xattrs)) r.xattrs[n] = new Uint8Array(r.xattrs[n])

@@ -15,8 +15,9 @@
 import fs from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { BlockList } from './blocklist.js'
-import { type InodeRecord, type LowerRef, ROOT_INO, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
+import { type InodeRecord, type LowerRef, ROOT_INO, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, storedName, nameOfStored } from './inode.js'
 import { FsError, EIO } from '../base/errno.js'
+import { decodeName, encodeName, isByteName, osPath, readdirNames, readlinkName } from '../base/names.js'
 
 /** Name prefix of write-back's temporary files in the directory (`<prefix><pid>`, renamed over their target). */
 export const WRITEBACK_TEMP_PREFIX = '.rewindfs-wb-'
@@ -69,7 +70,7 @@ export function lowerXattrs (abs: string, read: ReadXattrs | undefined): Record<
 /** lstat (and xattrs) of `dir/name` as a LowerEntry. */
 export function lowerEntry (dir: string, name: string, read?: ReadXattrs): LowerEntry {
   const abs = `${dir}/${name}`
-  const st = lowerStat(fs.lstatSync(abs, { bigint: true }))
+  const st = lowerStat(fs.lstatSync(osPath(abs), { bigint: true }))
   const x = lowerXattrs(abs, read)
   if (x) st.xattrs = x
   return { name, st }
@@ -90,6 +91,41 @@ export interface FrozenPath {
   /** the file's block list in its persisted form (BlockList.encode; format 2's dense arrays too) */
   blocks?: number[]
   target?: string
+}
+
+/**
+ * The store key (kind `lower`) of a lower path's frozen copies: the path
+ * itself when it is valid UTF-8 (as always), else NUL followed by the hex of
+ * its bytes (LevelDB keys are written as UTF-8 and no path holds NUL, so the
+ * two forms never meet). FORMAT.md "Names that are not UTF-8".
+ */
+export function frozenKey (rel: string): string {
+  return isByteName(rel) ? '\0' + Buffer.from(encodeName(rel)).toString('hex') : rel
+}
+
+/** Inverse of frozenKey. */
+export function relOfFrozenKey (key: string): string {
+  return key.startsWith('\0') ? decodeName(Buffer.from(key.slice(1), 'hex')) : key
+}
+
+/** FrozenPath[] in the store's form: listing names and symlink targets that are not UTF-8 as bin (fs/inode.ts storedName). */
+export function encodeFrozen (list: FrozenPath[]): unknown {
+  if (!list.some(f => (f.target !== undefined && isByteName(f.target)) || f.listing?.some(e => isByteName(e.name)))) return list
+  return list.map(f => {
+    const o: Record<string, unknown> = { ...f }
+    if (f.target !== undefined) o.target = storedName(f.target)
+    if (f.listing) o.listing = f.listing.map(e => ({ ...e, name: storedName(e.name) }))
+    return o
+  })
+}
+
+/** Inverse of encodeFrozen (in place). */
+export function decodeFrozen (list: any[]): FrozenPath[] {
+  for (const f of list) {
+    if (f.target !== undefined) f.target = nameOfStored(f.target)
+    if (Array.isArray(f.listing)) for (const e of f.listing) e.name = nameOfStored(e.name)
+  }
+  return list as FrozenPath[]
 }
 
 const decoded = new WeakMap<number[], BlockList>()
@@ -167,12 +203,13 @@ json.dump(out,sys.stdout)
 /**
  * The names in every directory below `root` (workspace-relative paths, ''
  * for `root` itself), read without changing any directory's atime (one
- * python3 process, see LIST_TREE). Names are decoded as UTF-8 like Node's
- * readdir. Throws when python3 fails.
+ * python3 process, see LIST_TREE). Names are decoded losslessly
+ * (base/names.ts: bytes that are not UTF-8 become lone surrogates). Throws
+ * when python3 fails.
  */
 export function listTreeNoAtime (root: string): Map<string, string[]> {
   const raw = JSON.parse(execFileSync(PYTHON, ['-c', LIST_TREE, root], { maxBuffer: 1024 * 1024 * 1024 }).toString()) as Record<string, string[]>
-  const dec = (hex: string): string => Buffer.from(hex, 'hex').toString('utf8')
+  const dec = (hex: string): string => decodeName(Buffer.from(hex, 'hex'))
   return new Map(Object.entries(raw).map(([rel, names]) => [dec(rel), names.map(dec)]))
 }
 
@@ -276,7 +313,7 @@ export class LowerLayer {
     if (known) return known
     const dir = this.pathOf(ref.p)
     try {
-      const names = fs.readdirSync(dir)
+      const names = readdirNames(dir)
       const out: LowerEntry[] = []
       for (const name of names) out.push(lowerEntry(dir, name, this.readXattrs))
       this.listings.set(ref.p, out)
@@ -293,7 +330,7 @@ export class LowerLayer {
   readlink (ref: LowerRef): string {
     const f = this.frozenFor(ref)
     if (f?.target !== undefined) return f.target
-    return fs.readlinkSync(this.pathOf(ref.p))
+    return readlinkName(this.pathOf(ref.p))
   }
 
   /**
@@ -309,8 +346,9 @@ export class LowerLayer {
     const flags = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW
     try {
       // O_NOATIME: reading through the mount must not change the user's files (needs ownership or CAP_FOWNER)
-      try { return { fd: fs.openSync(this.pathOf(ref.p), flags | fs.constants.O_NOATIME) } } catch (e: any) { if (e.code !== 'EPERM') throw e }
-      return { fd: fs.openSync(this.pathOf(ref.p), flags) }
+      const abs = osPath(this.pathOf(ref.p))
+      try { return { fd: fs.openSync(abs, flags | fs.constants.O_NOATIME) } } catch (e: any) { if (e.code !== 'EPERM') throw e }
+      return { fd: fs.openSync(abs, flags) }
     } catch (e: any) {
       throw new FsError(EIO, `cannot open lower file ${ref.p}: ${e.message}`)
     }
@@ -376,7 +414,7 @@ export function changedOutside (lower: LowerLayer, dir: string, sinceMs: number)
   const visit = (rel: string): void => {
     const frozen = lower.frozenFor({ s, p: rel })
     let st: fs.BigIntStats | undefined
-    try { st = fs.lstatSync(rel === '' ? dir : `${dir}/${rel}`, { bigint: true }) } catch { return }
+    try { st = fs.lstatSync(osPath(rel === '' ? dir : `${dir}/${rel}`), { bigint: true }) } catch { return }
     if (frozen === undefined && st.ctimeNs > since) out.push(rel)
     if (!st.isDirectory()) return
     const seen = frozen?.listing !== undefined ? new Set(frozen.listing.map(e => e.name)) : null

@@ -14,6 +14,7 @@
  * fifos and device nodes, empty directories.
  */
 import fs from 'node:fs'
+import { isByteName, osPath } from '../base/names.js'
 import { execFileSync, execFile } from 'node:child_process'
 import { BLOCK_SIZE } from '../base/types.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK, S_IFIFO, S_IFCHR, S_IFBLK } from './inode.js'
@@ -27,7 +28,7 @@ import { isZeroBlock } from './blocklist.js'
  * sparse file costs its data, not 10 TiB of reads). Returns its size in bytes.
  */
 export function writeContent (view: TreeView, r: InodeRecord, abs: string): number {
-  const fd = fs.openSync(abs, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o600)
+  const fd = fs.openSync(osPath(abs), fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o600)
   try {
     const buf = Buffer.allocUnsafe(BLOCK_SIZE)
     for (const [start, end] of view.ranges(r)) {
@@ -49,6 +50,9 @@ export type TimeBatch = Array<[string, string, string]>
 
 /** Debian's python3 when present: a version-manager shim on PATH can cost a second per start. */
 const PYTHON = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3'
+
+/** mkfifo or mknod of a path given as JSON on stdin: [path, permission bits, type bits (0: fifo), major, minor]; then the mode exactly (umask) */
+const MKNOD = 'import json,os,sys\np,m,t,a,b=json.load(sys.stdin)\nos.mknod(p,m|t,os.makedev(a,b)) if t else os.mkfifo(p,m)\nos.chmod(p,m)\n'
 
 const SET_TIMES = 'import json,os,sys\nfor p,a,m in json.load(sys.stdin):\n os.utime(p, ns=(int(a), int(m)), follow_symlinks=False)\n'
 
@@ -138,9 +142,9 @@ export function writeXattrs (r: InodeRecord, abs: string, io: XattrIo, prune: bo
  */
 export function applyMeta (r: InodeRecord, abs: string, times: TimeBatch, xattrs?: XattrIo, prune = false): void {
   const type = r.mode & S_IFMT
-  try { fs.lchownSync(abs, r.uid, r.gid) } catch (e: any) { if (e.code !== 'EPERM') throw e }
+  try { fs.lchownSync(osPath(abs), r.uid, r.gid) } catch (e: any) { if (e.code !== 'EPERM') throw e }
   if (xattrs) writeXattrs(r, abs, xattrs, prune)
-  if (type !== S_IFLNK) fs.chmodSync(abs, r.mode & 0o7777)
+  if (type !== S_IFLNK) fs.chmodSync(osPath(abs), r.mode & 0o7777)
   times.push([abs, r.atime.toString(), r.mtime.toString()])
 }
 
@@ -149,11 +153,16 @@ export function makeSpecial (r: InodeRecord, abs: string): void {
   const type = r.mode & S_IFMT
   // mkfifo and mknod take permission bits only (-m 7755 fails): setuid, setgid and sticky by chmod after
   const mode = (r.mode & 0o777).toString(8)
-  if (type === S_IFLNK) fs.symlinkSync(r.target ?? '', abs)
+  if (type === S_IFLNK) { fs.symlinkSync(osPath(r.target ?? ''), osPath(abs)); return }
+  const major = Math.floor(r.rdev / 256)
+  const minor = r.rdev % 256
+  if (type !== S_IFIFO && type !== S_IFCHR && type !== S_IFBLK) fs.writeFileSync(osPath(abs), '') // sockets cannot be recreated without a listener: an empty file marks the place
+  // mkfifo(1) and mknod(1) take the path as an argument, which Node passes as UTF-8: a path that is
+  // not UTF-8 (issue 18) goes to python3 as JSON instead (os.fsencode gives back its bytes)
+  else if (isByteName(abs)) execFileSync(PYTHON, ['-c', MKNOD], { input: JSON.stringify([abs, r.mode & 0o777, type === S_IFIFO ? 0 : type, major, minor]) })
   else if (type === S_IFIFO) execFileSync('mkfifo', ['-m', mode, abs])
-  else if (type === S_IFCHR || type === S_IFBLK) execFileSync('mknod', ['-m', mode, abs, type === S_IFCHR ? 'c' : 'b', String(Math.floor(r.rdev / 256)), String(r.rdev % 256)])
-  else fs.writeFileSync(abs, '') // sockets cannot be recreated without a listener: an empty file marks the place
-  if (type !== S_IFLNK && (r.mode & 0o7000) !== 0) fs.chmodSync(abs, r.mode & 0o7777)
+  else execFileSync('mknod', ['-m', mode, abs, type === S_IFCHR ? 'c' : 'b', String(major), String(minor)])
+  if ((r.mode & 0o7000) !== 0) fs.chmodSync(osPath(abs), r.mode & 0o7777)
 }
 
 /**
@@ -163,9 +172,9 @@ export function makeSpecial (r: InodeRecord, abs: string): void {
 export async function writeNode (view: TreeView, r: InodeRecord, abs: string, links: Map<string, string>, count: { files: number, bytes: number }, times: TimeBatch, xattrs?: XattrIo): Promise<void> {
   const type = r.mode & S_IFMT
   const key = r.ino !== 0 ? `i${r.ino}` : r.lowerKey ? `l${r.lowerKey}` : null
-  if (type !== S_IFDIR && key && links.has(key)) { fs.linkSync(links.get(key)!, abs); return }
+  if (type !== S_IFDIR && key && links.has(key)) { fs.linkSync(osPath(links.get(key)!), osPath(abs)); return }
   if (type === S_IFDIR) {
-    fs.mkdirSync(abs, { mode: 0o700 })
+    fs.mkdirSync(osPath(abs), { mode: 0o700 })
     for (const [name, c] of await view.children(r)) await writeNode(view, c, `${abs}/${name}`, links, count, times, xattrs)
   } else if (type === S_IFREG) {
     count.bytes += writeContent(view, r, abs)

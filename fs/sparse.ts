@@ -7,6 +7,7 @@
  * process; a dense file needs no question.
  */
 import fs from 'node:fs'
+import { isByteName } from '../base/names.js'
 import { execFileSync } from 'node:child_process'
 import { BLOCK_SIZE, type BlockId } from '../base/types.js'
 import { BlockList, isZeroBlock } from './blocklist.js'
@@ -43,7 +44,8 @@ const ASK_ABOVE = 16 * 1024 * 1024
  * `/proc/self` would name it, not the daemon).
  */
 export function dataExtents (path: string, size: number, allocated: number): Array<[number, number]> {
-  if (size <= ASK_ABOVE || allocated >= size) return size > 0 ? [[0, size]] : []
+  // a path that is not UTF-8 cannot be an argument (Node passes UTF-8; it could name another file): the whole file
+  if (size <= ASK_ABOVE || allocated >= size || isByteName(path)) return size > 0 ? [[0, size]] : []
   try {
     const out = JSON.parse(execFileSync(PYTHON, ['-c', EXTENTS, path, String(size)], { encoding: 'utf8', timeout: 60000, maxBuffer: 64 * 1024 * 1024 }))
     if (Array.isArray(out)) return out as Array<[number, number]>
@@ -68,7 +70,9 @@ export function forOtherProcess (path: string): string {
 export function copyIntoBlocks (fd: number, path: string, size: number, put: (chunk: Buffer) => BlockId): BlockList {
   const blocks = BlockList.empty()
   const buf = Buffer.allocUnsafe(BLOCK_SIZE)
-  for (const [start, end] of dataExtents(path, size, fs.fstatSync(fd).blocks * 512)) {
+  // python3 gets the path as an argument, UTF-8: a path that is not (issue 18) is reached through the open fd
+  const asked = isByteName(path) ? `/proc/${process.pid}/fd/${fd}` : path
+  for (const [start, end] of dataExtents(asked, size, fs.fstatSync(fd).blocks * 512)) {
     for (let k = Math.floor(start / BLOCK_SIZE); k * BLOCK_SIZE < Math.min(end, size); k++) {
       const off = k * BLOCK_SIZE
       const n = fs.readSync(fd, buf, 0, Math.min(BLOCK_SIZE, size - off), off)

@@ -31,6 +31,7 @@ import {
   cloneRecord, isDir, isFile, isSymlink, nowNs
 } from './inode.js'
 import { type TableNode, applyChanges, lookup } from './itable.js'
+import { isByteName, nameByteLength, osPath } from '../base/names.js'
 import { LowerLayer, type LowerEntry, recordOfLower, frozenBlocks, lowerEntry } from './lower.js'
 import { BlockList, MAX_BLOCKS, isZeroBlock } from './blocklist.js'
 import { copyIntoBlocks, dataExtents, forOtherProcess } from './sparse.js'
@@ -38,7 +39,7 @@ import { isNoSpace } from '../store/errors.js'
 import { type AttrChange, type Caller, type FsOps, type InodeOps, type Stat, RENAME_NOREPLACE, RENAME_EXCHANGE } from './api.js'
 import {
   fail, ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, EINVAL, EPERM, ESTALE, ENODATA,
-  ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG, ENOTSUP
+  ENAMETOOLONG, E2BIG, ERANGE, EBADF, EFBIG, ENOTSUP, EILSEQ
 } from '../base/errno.js'
 
 /** The block store as the workspace uses it (store/blocks.ts implements it). */
@@ -418,7 +419,7 @@ export class Workspace implements FsOps, InodeOps {
         const next = cur.entries!.get(name)
         if (next === undefined) {
           // a name over 255 bytes cannot exist: ENAMETOOLONG as on ext4 (checked on the miss path only)
-          if (end - start > 85 && Buffer.byteLength(name) > 255) fail(ENAMETOOLONG, `${path}: name longer than 255 bytes`)
+          if (end - start > 85 && nameByteLength(name) > 255) fail(ENAMETOOLONG, `${path}: name longer than 255 bytes`)
           fail(ENOENT, `${path}: no such file or directory`)
         }
         cur = this.must(next)
@@ -433,7 +434,7 @@ export class Workspace implements FsOps, InodeOps {
     const i = path.lastIndexOf('/')
     const name = path.slice(i + 1)
     if (name === '' || name === '.' || name === '..') fail(EINVAL, `${path}: invalid name`)
-    if (Buffer.byteLength(name) > 255) fail(ENAMETOOLONG, `${path}: name longer than 255 bytes`)
+    if (nameByteLength(name) > 255) fail(ENAMETOOLONG, `${path}: name longer than 255 bytes`)
     const dir = this.must(this.resolve(i <= 0 ? '/' : path.slice(0, i)))
     if (!isDir(dir)) fail(ENOTDIR, `${path}: parent is not a directory`)
     return [this.listed(dir), name]
@@ -599,7 +600,7 @@ export class Workspace implements FsOps, InodeOps {
   }
 
   symlink (target: string, path: string, caller: Caller): void {
-    this.create0(path, S_IFLNK | 0o777, caller, r => { r.target = target; r.size = Buffer.byteLength(target) })
+    this.create0(path, S_IFLNK | 0o777, caller, r => { r.target = target; r.size = nameByteLength(target) })
   }
 
   unlink (path: string): void {
@@ -873,7 +874,7 @@ export class Workspace implements FsOps, InodeOps {
       if (f?.blocks) list = frozenBlocks(f.blocks)
       else {
         try {
-          const st = fs.lstatSync(this.lower.pathOf(r.lower.p))
+          const st = fs.lstatSync(osPath(this.lower.pathOf(r.lower.p)))
           return dataExtents(forOtherProcess(this.lower.pathOf(r.lower.p)), r.size, st.blocks * 512)
         } catch { return [[0, r.size]] }
       }
@@ -1104,7 +1105,7 @@ export class Workspace implements FsOps, InodeOps {
   /** A name that may be created in a directory: not empty, '.', '..', no '/', at most 255 bytes. */
   private newName (name: string): string {
     if (name === '' || name === '.' || name === '..' || name.includes('/')) fail(EINVAL, `${JSON.stringify(name)}: invalid name`)
-    if (name.length > 85 && Buffer.byteLength(name) > 255) fail(ENAMETOOLONG, `${name}: name longer than 255 bytes`)
+    if (name.length > 85 && nameByteLength(name) > 255) fail(ENAMETOOLONG, `${name}: name longer than 255 bytes`)
     return name
   }
 
@@ -1113,7 +1114,7 @@ export class Workspace implements FsOps, InodeOps {
     const d = this.dirAt(parent)
     const ino = d.entries!.get(name)
     if (ino === undefined) {
-      if (name.length > 85 && Buffer.byteLength(name) > 255) fail(ENAMETOOLONG, `${name}: name longer than 255 bytes`)
+      if (name.length > 85 && nameByteLength(name) > 255) fail(ENAMETOOLONG, `${name}: name longer than 255 bytes`)
       fail(ENOENT, `${name}: no such file or directory`)
     }
     return this.statOf(this.must(ino))
@@ -1182,7 +1183,7 @@ export class Workspace implements FsOps, InodeOps {
   }
 
   symlinkAt (parent: Ino, name: string, target: string, caller: Caller): Stat {
-    return this.statOf(this.createIn(this.dirAt(parent), this.newName(name), S_IFLNK | 0o777, caller, r => { r.target = target; r.size = Buffer.byteLength(target) }))
+    return this.statOf(this.createIn(this.dirAt(parent), this.newName(name), S_IFLNK | 0o777, caller, r => { r.target = target; r.size = nameByteLength(target) }))
   }
 
   linkAt (ino: Ino, parent: Ino, name: string): Stat {
@@ -1370,6 +1371,8 @@ function resolveIn (table: TableNode, live: (ino: Ino) => InodeRecord | undefine
  * ("user.") fails with EINVAL, as the kernel does for native filesystems.
  */
 function checkXattrName (path: string, name: string): void {
+  // xattrs are a msgpack map keyed by str in the store: a name that is not UTF-8 cannot be kept (issue 18)
+  if (isByteName(name)) fail(EILSEQ, `${path}: an xattr name that is not valid UTF-8 is not supported: refused rather than merged with another name`)
   for (const prefix of XATTR_NAMESPACES) {
     if (!name.startsWith(prefix)) continue
     // "user." alone reaches us too; Linux refuses a name with nothing after its namespace

@@ -22,9 +22,10 @@ import type { BlockStore } from '../store/blocks.js'
 import type { Generations } from './history/generations.js'
 import type { Workspace } from './workspace.js'
 import { type InodeRecord, S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } from './inode.js'
-import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, listTreeNoAtime, WRITEBACK_TEMP_PREFIX, LowerLayer } from './lower.js'
+import { type FrozenPath, type LowerEntry, lowerEntry, lowerStat, lowerXattrs, listTreeNoAtime, WRITEBACK_TEMP_PREFIX, LowerLayer, frozenKey, encodeFrozen } from './lower.js'
 import { TreeView } from './tree.js'
 import { isNoSpace } from '../store/errors.js'
+import { osPath, readdirNames, readlinkName } from '../base/names.js'
 import { BlockList } from './blocklist.js'
 import { copyIntoBlocks, forOtherProcess } from './sparse.js'
 import { writeContent, applyMeta, makeSpecial, setTimes, xattrsDiffer, type TimeBatch, type XattrIo } from './materialize.js'
@@ -109,7 +110,7 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
     if (known) return known
     const abs = absOf(rel)
     names ??= listTreeNoAtime(root)
-    return (names.get(rel) ?? fs.readdirSync(abs)).map(name => lowerEntry(abs, name, o.xattrs?.read))
+    return (names.get(rel) ?? readdirNames(abs)).map(name => lowerEntry(abs, name, o.xattrs?.read))
   }
   // set while freezing the paths write-back leaves as they are (see freezeFile)
   let optional = false
@@ -117,7 +118,8 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
     const flags = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW
     let fd: number
     // O_NOATIME: freezing must not change the atime the file keeps (needs ownership or CAP_FOWNER)
-    try { fd = fs.openSync(absOf(rel), flags | fs.constants.O_NOATIME) } catch (e: any) { if (e.code !== 'EPERM') throw e; fd = fs.openSync(absOf(rel), flags) }
+    const p = osPath(absOf(rel))
+    try { fd = fs.openSync(p, flags | fs.constants.O_NOATIME) } catch (e: any) { if (e.code !== 'EPERM') throw e; fd = fs.openSync(p, flags) }
     let blocks: BlockList
     try {
       // a sparse file: its data extents only (fs/sparse.ts), not its holes
@@ -135,7 +137,7 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
     const abs = absOf(rel)
     // gone from disk: a write-back of this session killed half way removed it, after freezing it
     // (the listing of a frozen directory names what it held then)
-    const st = fs.lstatSync(abs, { bigint: true, throwIfNoEntry: false })
+    const st = fs.lstatSync(osPath(abs), { bigint: true, throwIfNoEntry: false })
     if (st === undefined) return
     const done = frozenThisSession(rel)
     if (st.isDirectory()) {
@@ -144,9 +146,9 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
       for (const e of listing) freezeTree(join(rel, e.name))
     } else if (done) return
     else if (st.isFile()) freezeFile(rel, Number(st.size))
-    else if (st.isSymbolicLink()) freeze(rel, { target: fs.readlinkSync(abs) })
+    else if (st.isSymbolicLink()) freeze(rel, { target: readlinkName(abs) })
     else return
-    const after = fs.lstatSync(abs, { bigint: true })
+    const after = fs.lstatSync(osPath(abs), { bigint: true })
     if (after.atimeNs !== st.atimeNs) restoreTimes.push([abs, st.atimeNs.toString(), st.mtimeNs.toString()])
   }
 
@@ -165,8 +167,8 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
     // replaces (frozen by the caller), nothing below it to compare or freeze
     // (a path the directory cannot hold, e.g. longer than PATH_MAX, reads as absent: its write fails and is reported)
     let dirOnDisk = false
-    try { dirOnDisk = fs.lstatSync(abs, { throwIfNoEntry: false })?.isDirectory() === true } catch {}
-    if (dirOnDisk) for (const name of fs.readdirSync(abs)) have.set(name, fs.lstatSync(`${abs}/${name}`, { bigint: true }))
+    try { dirOnDisk = fs.lstatSync(osPath(abs), { throwIfNoEntry: false })?.isDirectory() === true } catch {}
+    if (dirOnDisk) for (const name of readdirNames(abs)) have.set(name, fs.lstatSync(osPath(`${abs}/${name}`), { bigint: true }))
     const want = await view.children(r)
     let changed = false
     for (const [name] of have) {
@@ -174,7 +176,7 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
       changed = true
       if (!apply) freezeTree(join(rel, name))
       else {
-        try { fs.rmSync(`${abs}/${name}`, { recursive: true, force: true }); stats.removed++ } catch (e: any) { stats.errors.push(`${join(rel, name)}: ${e.message}`) }
+        try { fs.rmSync(osPath(`${abs}/${name}`), { recursive: true, force: true }); stats.removed++ } catch (e: any) { stats.errors.push(`${join(rel, name)}: ${e.message}`) }
       }
     }
     for (const [name, c] of want) {
@@ -187,12 +189,12 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
       const linkTo = multi ? links.get(c.ino) : undefined
       let rewrite: boolean
       if (type === S_IFDIR) rewrite = !sameType
-      else if (linkTo) rewrite = !(h && fs.existsSync(linkTo) && fs.lstatSync(linkTo, { bigint: true }).ino === h.ino)
+      else if (linkTo) rewrite = !(h && fs.existsSync(osPath(linkTo)) && fs.lstatSync(osPath(linkTo), { bigint: true }).ino === h.ino)
       else if (type === S_IFREG) rewrite = !sameType || !pristine(c, crel)
       else if (type === S_IFLNK) {
-        rewrite = !sameType || fs.readlinkSync(cabs) !== c.target
+        rewrite = !sameType || readlinkName(cabs) !== c.target
         // readlink(2) may have just set its atime (relatime): compare the attributes it has now
-        if (!rewrite) h = fs.lstatSync(cabs, { bigint: true })
+        if (!rewrite) h = fs.lstatSync(osPath(cabs), { bigint: true })
       }
       else rewrite = !sameType
       // attributes to set on a path that stays: stat fields, or xattrs (setxattr does not change mtime)
@@ -205,14 +207,14 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
       }
       try {
       if (rewrite) {
-        if (h && (type === S_IFDIR || !sameType || type !== S_IFREG)) fs.rmSync(cabs, { recursive: true, force: true })
-        if (type === S_IFDIR) fs.mkdirSync(cabs, { mode: 0o700 })
-        else if (linkTo) { const tmp = `${abs}/${WRITEBACK_TEMP_PREFIX}${process.pid}`; fs.linkSync(linkTo, tmp); fs.renameSync(tmp, cabs) }
+        if (h && (type === S_IFDIR || !sameType || type !== S_IFREG)) fs.rmSync(osPath(cabs), { recursive: true, force: true })
+        if (type === S_IFDIR) fs.mkdirSync(osPath(cabs), { mode: 0o700 })
+        else if (linkTo) { const tmp = `${abs}/${WRITEBACK_TEMP_PREFIX}${process.pid}`; fs.linkSync(osPath(linkTo), osPath(tmp)); fs.renameSync(osPath(tmp), osPath(cabs)) }
         else if (type === S_IFREG && sameType && c.lowerKey && c.blocks) {
           // a lower hard link changed through the mount: write the shared inode in place, so its
           // other names (unlisted directories, outside the workspace) change too, as they would natively
           writeContent(view, c, cabs)
-        } else if (type === S_IFREG) { const tmp = `${abs}/${WRITEBACK_TEMP_PREFIX}${process.pid}`; writeContent(view, c, tmp); fs.renameSync(tmp, cabs) }
+        } else if (type === S_IFREG) { const tmp = `${abs}/${WRITEBACK_TEMP_PREFIX}${process.pid}`; writeContent(view, c, tmp); fs.renameSync(osPath(tmp), osPath(cabs)) }
         else makeSpecial(c, cabs)
         stats.written++
       }
@@ -255,7 +257,7 @@ export async function writeBack (o: WriteBackOptions): Promise<WriteBackStats> {
     await o.blocks.sync()
     const batch = o.db.batch()
     o.blocks.commitTo(batch)
-    for (const [rel, list] of frozenNow) batch.put('lower', rel, list)
+    for (const [rel, list] of frozenNow) batch.put('lower', frozenKey(rel), encodeFrozen(list))
     await batch.write({ sync: true })
   }
   if (!apply) return stats

@@ -27,10 +27,11 @@
  * binding's notify thread, never on the JS thread and never awaited inside
  * a handler (fuse-invalidation.md §2 rules 1-4); the tree is swapped before.
  *
- * Names cross as bytes (Buffers) and are decoded as UTF-8 here, because the
- * workspace keeps names as strings today (issue 18). A name that is not
- * valid UTF-8 is refused with EILSEQ instead of being merged with another
- * name that decodes the same (which would lose a file).
+ * Names cross as bytes (Buffers) and are decoded losslessly here
+ * (base/names.ts, PEP 383 surrogateescape: a byte that is not UTF-8 becomes a
+ * lone surrogate), and encoded back to the same bytes on the way out
+ * (readdir, readlink, entry invalidation; issue 18). xattr names that are not
+ * UTF-8 are refused with EILSEQ (the store cannot carry them).
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -40,6 +41,7 @@ import {
   type LowLevelOps, type Request, type Entry, type Attr, type DirEntry, type DirPlusEntry, type NotifyItem, type Open
 } from './ll/session.js'
 import { FsError, isNoSpace } from '../base/errno.js'
+import { isByteName, nameBuffer, nameOfBuffer } from '../base/names.js'
 import type { InodeOps, Stat, Caller, InvalidationPlan, AttrChange } from '../fs/api.js'
 
 const E = os.constants.errno
@@ -180,7 +182,7 @@ export class LowLevelMount {
     const items: NotifyItem[] = []
     if (plan.byIno !== undefined) {
       for (const ino of plan.byIno.inodes) items.push({ kind: 'inode', ino, offset: 0, length: 0 })
-      for (const [parent, name] of plan.byIno.entries) items.push({ kind: 'entry', parent, name: Buffer.from(name) })
+      for (const [parent, name] of plan.byIno.entries) items.push({ kind: 'entry', parent, name: nameBuffer(name) })
     }
     // negative entries the kernel may still hold for names that exist after the swap
     const now = Date.now()
@@ -270,7 +272,7 @@ export class LowLevelMount {
       forget: (ino, _inc, n) => this.forget(ino, n),
       getattr: (_r, ino, _inc, fh) => attrOf(fh !== null ? ws.fgetattr(fh) : ws.statIno(ino)),
       setattr: (_r, ino, _inc, set, fh) => attrOf(ws.setattrIno(ino, changeOf(set), fh)),
-      readlink: (_r, ino) => Buffer.from(ws.readlinkIno(ino)),
+      readlink: (_r, ino) => nameBuffer(ws.readlinkIno(ino)),
       mknod: (r, parent, _pi, name, mode, rdev) => this.counted(ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r))),
       mkdir: (r, parent, _pi, name, mode) => this.counted(ws.mkdirAt(parent, nameOf(name), mode, caller(r))),
       symlink: (r, parent, _pi, name, target) => this.counted(ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r))),
@@ -300,7 +302,7 @@ export class LowLevelMount {
         const list = ws.readdirIno(ino)
         const parent = ws.parentIno(ino)
         const h: DirHandle = { ino, names: [DOT, DOTDOT], inos: [ino, parent], modes: [0o40000, 0o40000] }
-        for (const [name, st] of list) { h.names.push(Buffer.from(name)); h.inos.push(st.ino); h.modes.push(st.mode) }
+        for (const [name, st] of list) { h.names.push(nameBuffer(name)); h.inos.push(st.ino); h.modes.push(st.mode) }
         const fh = this.nextDirFh++
         this.dirs.set(fh, h)
         return { fh }
@@ -338,10 +340,10 @@ export class LowLevelMount {
         const s = fs.statfsSync(this.o.statfsPath)
         return { bsize: s.bsize, frsize: s.bsize, blocks: s.blocks, bfree: s.bfree, bavail: s.bavail, files: s.files, ffree: s.ffree, favail: s.ffree, fsid: 0x72776673, namemax: 255 }
       },
-      setxattr: (_r, ino, _inc, name, value, flags) => { ws.setxattrIno(ino, nameOf(name), value, flags) },
+      setxattr: (_r, ino, _inc, name, value, flags) => { ws.setxattrIno(ino, xattrNameOf(name), value, flags) },
       // the kernel asks for security.capability before every write: a miss answers ENODATA without a stack trace
       getxattr: (_r, ino, _inc, name) => {
-        const v = ws.xattrIno(ino, nameOf(name))
+        const v = ws.xattrIno(ino, xattrNameOf(name))
         if (v === undefined) throw NODATA
         return v
       },
@@ -350,7 +352,7 @@ export class LowLevelMount {
         const names = ws.listxattrIno(ino)
         return (r.uid === 0 ? names : names.filter((n) => !n.startsWith('trusted.'))).map((n) => Buffer.from(n))
       },
-      removexattr: (_r, ino, _inc, name) => { ws.removexattrIno(ino, nameOf(name)) },
+      removexattr: (_r, ino, _inc, name) => { ws.removexattrIno(ino, xattrNameOf(name)) },
       lseek: (_r, _ino, _inc, fh, offset, whence) => seekData(ws, fh, offset, whence)
     }
     // every handler counted and guarded: FsError → its errno, a full disk → ENOSPC, anything else → EIO + log
@@ -399,12 +401,21 @@ function isDotName (b: Uint8Array): boolean {
   return (b.length === 1 && b[0] === 46) || (b.length === 2 && b[0] === 46 && b[1] === 46)
 }
 
-/** A name (or link target) from the kernel as the workspace's string; EILSEQ when it is not UTF-8 (issue 18). */
-function nameOf (b: Buffer): string {
-  const s = b.toString('utf8')
-  if (s.includes('\ufffd') && !Buffer.from(s, 'utf8').equals(b)) {
-    throw new FsError(E.EILSEQ, `a name that is not valid UTF-8 (${b.toString('hex')}) is not supported yet (issue 18): refused rather than merged with another name`)
-  }
+/**
+ * A file name (or link target) from the kernel as the workspace's string,
+ * losslessly (base/names.ts: bytes that are not UTF-8 become lone surrogates
+ * U+DC80..U+DCFF and go back out as the same bytes; issue 18).
+ */
+const nameOf = nameOfBuffer
+
+/**
+ * An xattr name from the kernel; EILSEQ when it is not UTF-8: the store keeps
+ * xattrs in a msgpack map keyed by str, which cannot carry such a name, so it
+ * is refused rather than merged with another name.
+ */
+function xattrNameOf (b: Buffer): string {
+  const s = nameOfBuffer(b)
+  if (isByteName(s)) throw new FsError(E.EILSEQ, `an xattr name that is not valid UTF-8 (${b.toString('hex')}) is not supported: refused rather than merged with another name`)
   return s
 }
 

@@ -11,6 +11,7 @@
 import { ProtoError } from './errors.js'
 import { EVENTS, isEventName, isObject, isOp, isRequestIdValue, OPS, type EventName, type Op, type Request, type RequestId } from './messages.js'
 import { SUPPORTED_VERSIONS } from './version.js'
+import { decodeName, encodeName, isByteName } from './names.js'
 import { EFFECT_CLASSES, EFFECT_STATUSES, RECONCILE_VERDICTS } from './effects.js'
 import { checkValue, isWellFormedString, ValueError } from './values.js'
 
@@ -113,15 +114,20 @@ export const isWellFormed = isWellFormedString
  * components joined by '/', with no leading or trailing '/'; the workspace
  * root is the empty string ''.
  */
-export function normalizePath (p: string): { path: string } | { reason: string } {
-  if (!isWellFormed(p)) return { reason: 'a well-formed string (no lone surrogates)' }
-  if (p.includes('\0')) return { reason: 'a path without NUL' }
-  if (utf8Length(p) > MAX_PATH_BYTES) return { reason: `a path of at most ${MAX_PATH_BYTES} UTF-8 bytes` }
+export function normalizePath (p: string | Uint8Array): { path: string } | { reason: string } {
+  // a path sent as bytes (PROTOCOL.md "Paths that are not UTF-8"): decoded losslessly, its escaped bytes count one each
+  const bytes = p instanceof Uint8Array
+  if (bytes) p = decodeName(p as Uint8Array)
+  else if (!isWellFormed(p as string)) return { reason: 'a well-formed string (no lone surrogates; send a path that is not UTF-8 as bytes)' }
+  const s = p as string
+  const len = (x: string): number => bytes && isByteName(x) ? encodeName(x).length : utf8Length(x)
+  if (s.includes('\0')) return { reason: 'a path without NUL' }
+  if (len(s) > MAX_PATH_BYTES) return { reason: `a path of at most ${MAX_PATH_BYTES} UTF-8 bytes` }
   const out: string[] = []
-  for (const c of p.split('/')) {
+  for (const c of s.split('/')) {
     if (c === '' || c === '.') continue
     if (c === '..') return { reason: "a workspace path without a '..' component" }
-    if (utf8Length(c) > MAX_NAME_BYTES) return { reason: `path components of at most ${MAX_NAME_BYTES} UTF-8 bytes` }
+    if (len(c) > MAX_NAME_BYTES) return { reason: `path components of at most ${MAX_NAME_BYTES} UTF-8 bytes` }
     out.push(c)
   }
   return { path: out.join('/') }
@@ -169,7 +175,7 @@ class Reader {
 
   path (f: string): string {
     const x = this.get(f, true)
-    if (typeof x !== 'string') bad(this.id, f, 'a workspace path (string)', x)
+    if (typeof x !== 'string' && !(x instanceof Uint8Array)) bad(this.id, f, 'a workspace path (string, or bytes for a path that is not UTF-8)', x)
     const r = normalizePath(x)
     if ('reason' in r) bad(this.id, f, r.reason, x)
     return r.path
@@ -185,7 +191,7 @@ class Reader {
     if (x === undefined) return undefined
     if (!Array.isArray(x) || x.length === 0 || x.length > MAX_PATHS) bad(this.id, f, `a non-empty array of at most ${MAX_PATHS} workspace paths`, x)
     return (x as unknown[]).map((p, i) => {
-      if (typeof p !== 'string') bad(this.id, `${f}[${i}]`, 'a workspace path (string)', p)
+      if (typeof p !== 'string' && !(p instanceof Uint8Array)) bad(this.id, `${f}[${i}]`, 'a workspace path (string, or bytes for a path that is not UTF-8)', p)
       const r = normalizePath(p)
       if ('reason' in r) bad(this.id, `${f}[${i}]`, r.reason, p)
       if (r.path === '') bad(this.id, `${f}[${i}]`, 'a path other than the workspace root (leave paths out to restore the whole workspace)', p)

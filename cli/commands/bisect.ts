@@ -1,6 +1,6 @@
 /** The `bisect --good A --bad B -- CMD` command: the first checkpoint at which CMD fails. */
 import { parseId } from '../parse.js'
-import { fmtMs } from '../output.js'
+import { fmtMs, showPath } from '../output.js'
 import { withClient, workspaceOption } from '../locate.js'
 import { CHANGE_LETTER } from '../workspace-path.js'
 import { CliError } from '../errors.js'
@@ -43,7 +43,7 @@ export function registerBisect (p: Command): void {
         } else if (meta !== null) console.log(`segment metadata: ${JSON.stringify(meta).slice(0, 400)}`)
         else console.log(cand ? 'segment metadata: none' : 'segment metadata: not on the current lineage\'s newest 80 (rewindfs log)')
         console.log(`changed in that segment (diff ${r.lastGood} ${r.firstBad}):`)
-        for (const e of changes) console.log(`  ${CHANGE_LETTER[e.change]} ${e.path}`)
+        for (const e of changes) console.log(`  ${CHANGE_LETTER[e.change]} ${showPath(e.path)}`)
         console.log(`undo it: rewindfs undo ${r.firstBad} --dry-run`)
       })
     })

@@ -1,5 +1,6 @@
 /** The `diff A [B]` command: paths that differ between two checkpoints, or a checkpoint and now. */
 import { parseId } from '../parse.js'
+import { showPath } from '../output.js'
 import { withClient, workspaceOption } from '../locate.js'
 import type { Command } from 'commander'
 
@@ -12,6 +13,6 @@ export function registerDiff (p: Command): void {
     .action(async (a: string, b: string | undefined, o: { workspace?: string, json?: boolean }) => {
       const d = await withClient(o, async c => await c.diff({ a: parseId(a), b: b === undefined ? undefined : parseId(b) }))
       if (o.json) console.log(JSON.stringify(d))
-      else for (const e of d) console.log(`${{ added: 'A', deleted: 'D', modified: 'M', meta: 'm', type: 'T' }[e.change]} ${e.path}`)
+      else for (const e of d) console.log(`${{ added: 'A', deleted: 'D', modified: 'M', meta: 'm', type: 'T' }[e.change]} ${showPath(e.path)}`)
     })
 }

@@ -1,6 +1,6 @@
 /** The `restore ID [-- PATH...]` command: make the workspace (or only some paths) exactly checkpoint ID again. */
 import { parseId } from '../parse.js'
-import { fmtMs } from '../output.js'
+import { fmtMs, showPath } from '../output.js'
 import type { RestoreInfo } from '../../proto/messages.js'
 import { withClient, workspaceOption, locate } from '../locate.js'
 import { CHANGE_LETTER, toWorkspacePath } from '../workspace-path.js'
@@ -24,7 +24,7 @@ export function registerRestore (p: Command): void {
       }
       const r = await withClient(o, async c => await c.restore({ id: cp, paths: wsPaths, dryRun: o.dryRun === true ? true : undefined }))
       if (o.json) { console.log(JSON.stringify(r)); return }
-      for (const e of r.changes ?? []) console.log(`${CHANGE_LETTER[e.change]} ${e.path}`)
+      for (const e of r.changes ?? []) console.log(`${CHANGE_LETTER[e.change]} ${showPath(e.path)}`)
       if (r.dryRun === true) console.log(`dry run: ${r.changed} path${r.changed === 1 ? '' : 's'} would change; nothing was changed`)
       else if (wsPaths) {
         console.log(r.result === null || r.result === undefined

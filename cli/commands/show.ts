@@ -1,7 +1,7 @@
 /** The `show ID` command: a file (or a directory listing) at a checkpoint. */
 import path from 'node:path'
 import { parseId } from '../parse.js'
-import { missingAt } from '../output.js'
+import { missingAt, showPath } from '../output.js'
 import { CliError } from '../errors.js'
 import { withClient, workspaceOption } from '../locate.js'
 import type { Command } from 'commander'
@@ -19,7 +19,7 @@ export function registerShow (p: Command): void {
       await withClient(o, async c => {
         const st = await c.stat({ id, path: p0 })
         if (!st) throw new CliError(await missingAt(c, id, p0))
-        if (st.type === 'dir') { for (const e of await c.readdir({ id, path: p0 })) console.log(`${e.type === 'dir' ? e.path.split('/').pop() + '/' : e.path.split('/').pop()}`); return }
+        if (st.type === 'dir') { for (const e of await c.readdir({ id, path: p0 })) console.log(`${showPath(e.path.split('/').pop() ?? '')}${e.type === 'dir' ? '/' : ''}`); return }
         if (st.type === 'symlink') { console.log(`-> ${st.target}`); return }
         for (let off = 0; off < st.size;) {
           const b = await c.read({ id, path: p0, offset: off, length: 4 * 1024 * 1024 })

@@ -57,7 +57,7 @@ import { TableNode, recordId } from '../itable.js'
 import type { StoreDb } from '../../store/db.js'
 import type { BlockStore } from '../../store/blocks.js'
 import { RECORD_HEADER_SIZE, PACK_HEADER_SIZE } from '../../store/pack.js'
-import type { FrozenPath } from '../lower.js'
+import { type FrozenPath, decodeFrozen, encodeFrozen, frozenKey, relOfFrozenKey } from '../lower.js'
 import type { GcPolicy, GcReport } from '../../proto/messages.js'
 import { META_GC_REMOVED, addRanges, asRanges } from './losses.js'
 import { backfillIndex } from '../history/path-index.js'
@@ -160,9 +160,9 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     if (ws) for (const r of [...ws.unsavedRecords().values(), ...ws.orphanRecords()]) if (r?.lower) marked.sessions.add(r.lower.s)
     const frozenKept = new Map<string, FrozenPath[]>()
     for await (const e of db.iterate<FrozenPath[]>('lower')) {
-      const list = Array.isArray(e.value) ? e.value : []
+      const list = Array.isArray(e.value) ? decodeFrozen(e.value) : []
       const kept = list.filter(f => [...marked.sessions].some(s => f.from <= s && s <= f.to))
-      if (kept.length < list.length) { frozenKept.set(e.key, kept); report.frozen += list.length - kept.length }
+      if (kept.length < list.length) { frozenKept.set(relOfFrozenKey(e.key), kept); report.frozen += list.length - kept.length }
       for (const f of kept) for (const b of f.blocks ?? []) if (b > 0) marked.blocks.add(b) // b < 0: a run of holes
     }
 
@@ -207,7 +207,7 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     // the pruned frozen copies first: a kill after this leaves their blocks as garbage, never a copy without its blocks
     if (frozenKept.size > 0) {
       const batch = db.batch()
-      for (const [p, kept] of frozenKept) { if (kept.length > 0) batch.put('lower', p, kept); else batch.del('lower', p) }
+      for (const [p, kept] of frozenKept) { if (kept.length > 0) batch.put('lower', frozenKey(p), encodeFrozen(kept)); else batch.del('lower', frozenKey(p)) }
       await batch.write({ sync: true })
       for (const [p, kept] of frozenKept) ws?.lower.setFrozen(p, kept)
     }

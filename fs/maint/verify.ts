@@ -38,7 +38,7 @@ import { BlockStore, BLOCK_REPAIR_HINT, BLOCK_LOST_HINT, type BlockRecord } from
 import { StoreError } from '../../store/errors.js'
 import { type InodeRecord, decodeRecord, ROOT_INO } from '../inode.js'
 import type { BranchRecord, CheckpointRecord, StoreState } from '../history/generations.js'
-import type { FrozenPath } from '../lower.js'
+import { type FrozenPath, decodeFrozen, encodeFrozen, frozenKey, relOfFrozenKey } from '../lower.js'
 import { PACK_HEADER_SIZE } from '../../store/pack.js'
 import { verifyLedger, type ChainProblemCode } from '../../store/effect-chain.js'
 import { META_GC_REMOVED, asRanges, countRanges, describeLosses, fmtRanges, lastUnmountCheckpoint, missingIds, mib, unreachable, type Losses } from './losses.js'
@@ -319,8 +319,8 @@ async function run (store: string, db: StoreDb, blocks: BlockStore, opts: Verify
 
   for await (const { key, value } of db.iterate<FrozenPath[]>('lower')) {
     counts.frozen++
-    const p = '/' + key
-    for (const f of Array.isArray(value) ? value : []) {
+    const p = '/' + relOfFrozenKey(key)
+    for (const f of Array.isArray(value) ? decodeFrozen(value) : []) {
       for (const b of f.blocks ?? []) {
         if (b <= 0) continue // a hole, or a run of holes
         if (!blockUsers.has(b)) blockUsers.set(b, `the frozen copy of ${p}`)

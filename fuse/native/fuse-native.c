@@ -40,6 +40,86 @@
  *     of the same name reach libfuse one after the other (see fn_stale_*).
  */
 
+
+// rewindfs (issue 18): file names are bytes. A name or path crosses into
+// JavaScript decoded losslessly the way Python's PEP 383 "surrogateescape"
+// does: valid UTF-8 as usual (napi_create_string_utf8, unchanged), each byte
+// of a sequence that is not valid UTF-8 as the lone surrogate U+DC80 + (byte
+// - 0x80); a string from JavaScript goes back to exactly those bytes. Without
+// this, napi's UTF-8 conversion turned every invalid byte into U+FFFD and two
+// names differing only there became one (a lost file). The same mapping as
+// proto/names.ts.
+
+// Length of the valid UTF-8 sequence at b[i] (Unicode Table 3-7), 0 when none starts there.
+static size_t fn_utf8_at (const unsigned char *b, size_t n, size_t i) {
+  unsigned char c = b[i];
+  if (c < 0x80) return 1;
+  size_t left = n - i;
+#define FN_CONT(k, lo, hi) ((k) < left && b[i + (k)] >= (lo) && b[i + (k)] <= (hi))
+  if (c >= 0xc2 && c <= 0xdf) return FN_CONT(1, 0x80, 0xbf) ? 2 : 0;
+  if (c == 0xe0) return FN_CONT(1, 0xa0, 0xbf) && FN_CONT(2, 0x80, 0xbf) ? 3 : 0;
+  if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) return FN_CONT(1, 0x80, 0xbf) && FN_CONT(2, 0x80, 0xbf) ? 3 : 0;
+  if (c == 0xed) return FN_CONT(1, 0x80, 0x9f) && FN_CONT(2, 0x80, 0xbf) ? 3 : 0;
+  if (c == 0xf0) return FN_CONT(1, 0x90, 0xbf) && FN_CONT(2, 0x80, 0xbf) && FN_CONT(3, 0x80, 0xbf) ? 4 : 0;
+  if (c >= 0xf1 && c <= 0xf3) return FN_CONT(1, 0x80, 0xbf) && FN_CONT(2, 0x80, 0xbf) && FN_CONT(3, 0x80, 0xbf) ? 4 : 0;
+  if (c == 0xf4) return FN_CONT(1, 0x80, 0x8f) && FN_CONT(2, 0x80, 0xbf) && FN_CONT(3, 0x80, 0xbf) ? 4 : 0;
+#undef FN_CONT
+  return 0;
+}
+
+// The JavaScript string of the NUL-terminated bytes s (lossless, see above).
+static napi_status fn_name_to_js (napi_env env, const char *s, napi_value *out) {
+  const unsigned char *b = (const unsigned char *) s;
+  size_t n = strlen(s), i = 0, k;
+  while (i < n && (k = fn_utf8_at(b, n, i)) > 0) i += k;
+  if (i == n) return napi_create_string_utf8(env, s, n, out);
+  // at most one UTF-16 unit per byte (a 4-byte sequence gives 2)
+  char16_t *u = malloc((n + 1) * sizeof(char16_t));
+  if (u == NULL) return napi_generic_failure;
+  size_t j = 0;
+  for (i = 0; i < n; ) {
+    k = fn_utf8_at(b, n, i);
+    if (k == 0) { u[j++] = (char16_t) (0xdc00 + b[i]); i++; continue; }
+    uint32_t cp = k == 1 ? b[i] : k == 2 ? (b[i] & 0x1f) : k == 3 ? (b[i] & 0x0f) : (b[i] & 0x07);
+    for (size_t m = 1; m < k; m++) cp = (cp << 6) | (b[i + m] & 0x3f);
+    if (cp >= 0x10000) { cp -= 0x10000; u[j++] = (char16_t) (0xd800 + (cp >> 10)); u[j++] = (char16_t) (0xdc00 + (cp & 0x3ff)); }
+    else u[j++] = (char16_t) cp;
+    i += k;
+  }
+  napi_status st = napi_create_string_utf16(env, u, j, out);
+  free(u);
+  return st;
+}
+
+// The bytes of a JavaScript string made by fn_name_to_js (malloc'ed, NUL-terminated, length in
+// *len): NULL when v is not a string or holds a lone surrogate that stands for no byte.
+static char *fn_name_from_js (napi_env env, napi_value v, size_t *len) {
+  napi_valuetype t;
+  size_t ulen = 0;
+  if (napi_typeof(env, v, &t) != napi_ok || t != napi_string) return NULL;
+  if (napi_get_value_string_utf16(env, v, NULL, 0, &ulen) != napi_ok) return NULL;
+  char16_t *u = malloc((ulen + 1) * sizeof(char16_t));
+  char *s = malloc(ulen * 3 + 1);
+  if (u == NULL || s == NULL || napi_get_value_string_utf16(env, v, u, ulen + 1, &ulen) != napi_ok) { free(u); free(s); return NULL; }
+  size_t j = 0;
+  for (size_t i = 0; i < ulen; i++) {
+    uint32_t c = u[i];
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < ulen && u[i + 1] >= 0xdc00 && u[i + 1] <= 0xdfff) {
+      c = 0x10000 + ((c - 0xd800) << 10) + (u[++i] - 0xdc00);
+      s[j++] = (char) (0xf0 | (c >> 18)); s[j++] = (char) (0x80 | ((c >> 12) & 0x3f));
+      s[j++] = (char) (0x80 | ((c >> 6) & 0x3f)); s[j++] = (char) (0x80 | (c & 0x3f));
+    } else if (c >= 0xdc80 && c <= 0xdcff) s[j++] = (char) (c - 0xdc00);
+    else if (c >= 0xd800 && c <= 0xdfff) { free(u); free(s); return NULL; }
+    else if (c < 0x80) s[j++] = (char) c;
+    else if (c < 0x800) { s[j++] = (char) (0xc0 | (c >> 6)); s[j++] = (char) (0x80 | (c & 0x3f)); }
+    else { s[j++] = (char) (0xe0 | (c >> 12)); s[j++] = (char) (0x80 | ((c >> 6) & 0x3f)); s[j++] = (char) (0x80 | (c & 0x3f)); }
+  }
+  s[j] = '\0';
+  free(u);
+  if (len != NULL) *len = j;
+  return s;
+}
+
 static int IS_ARRAY_BUFFER_DETACH_SUPPORTED = 0;
 
 napi_status napi_detach_arraybuffer(napi_env env, napi_value buf);
@@ -59,7 +139,7 @@ napi_status napi_detach_arraybuffer(napi_env env, napi_value buf);
 // unlinked under hard_remove); napi_create_string_utf8(NULL) would leave the
 // argument undefined, so deliver an explicit null instead.
 #define FN_PATH_ARGV(pos)\
-  if (l->path != NULL) napi_create_string_utf8(env, l->path, NAPI_AUTO_LENGTH, &(argv[pos]));\
+  if (l->path != NULL) fn_name_to_js(env, l->path, &(argv[pos]));\
   else napi_get_null(env, &(argv[pos]));
 
 // rewindfs: capture the caller identity on the libfuse worker thread (the
@@ -530,15 +610,18 @@ FUSE_METHOD(readdir, 1, 2, (const char *path, void *buf, fuse_fill_dir_t filler,
 
   if (names_length != stats_length) {
     NAPI_FOR_EACH(raw_names, raw_name) {
-      NAPI_UTF8(name, 1024, raw_name)
+      char *name = fn_name_from_js(env, raw_name, NULL);
+      if (name == NULL) continue; // not a name (the adapter never sends one)
       int err = l->readdir_filler((char *) l->buf, name, NULL, 0);
+      free(name);
       if (err == 1) {
         break;
       }
     }
   } else {
     NAPI_FOR_EACH(raw_names, raw_name) {
-      NAPI_UTF8(name, 1024, raw_name)
+      char *name = fn_name_from_js(env, raw_name, NULL);
+      if (name == NULL) continue; // not a name (the adapter never sends one)
       napi_value raw_stat;
       napi_get_element(env, raw_stats, i, &raw_stat);
 
@@ -549,6 +632,7 @@ FUSE_METHOD(readdir, 1, 2, (const char *path, void *buf, fuse_fill_dir_t filler,
       // TODO: It turns out readdirplus likely won't work with FUSE 29...
       // Metadata caching between readdir/getattr will be enabled when we upgrade fuse-shared-library
       int err = l->readdir_filler((char *) l->buf, name, (struct stat *) &st, 0);
+      free(name);
       if (err == 1) {
         break;
       }
@@ -567,7 +651,7 @@ FUSE_METHOD(setxattr, 5, 1, (const char *path, const char *name, const char *val
   l->position = position;
 }, {
   FN_PATH_ARGV(2)
-  napi_create_string_utf8(env, l->name, NAPI_AUTO_LENGTH, &(argv[3]));
+  fn_name_to_js(env, l->name, &(argv[3]));
   napi_create_external_buffer(env, l->size, (char *) l->value, NULL, NULL, &(argv[4]));
   napi_create_uint32(env, l->position, &(argv[5]));
   napi_create_uint32(env, l->flags, &(argv[6]));
@@ -583,7 +667,7 @@ FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, si
   l->position = position;
 }, {
   FN_PATH_ARGV(2)
-  napi_create_string_utf8(env, l->name, NAPI_AUTO_LENGTH, &(argv[3]));
+  fn_name_to_js(env, l->name, &(argv[3]));
   napi_create_external_buffer(env, l->size, (char *) l->value, NULL, NULL, &(argv[4]));
   napi_create_uint32(env, l->position, &(argv[5]));
 }, {
@@ -600,7 +684,7 @@ FUSE_METHOD(setxattr, 5, 1, (const char *path, const char *name, const char *val
   l->flags = flags;
 }, {
   FN_PATH_ARGV(2)
-  napi_create_string_utf8(env, l->name, NAPI_AUTO_LENGTH, &(argv[3]));
+  fn_name_to_js(env, l->name, &(argv[3]));
   napi_create_external_buffer(env, l->size, (char *) l->value, NULL, NULL, &(argv[4]));
   napi_create_uint32(env, 0, &(argv[5])); // normalize apis between mac and linux
   napi_create_uint32(env, l->flags, &(argv[6]));
@@ -615,7 +699,7 @@ FUSE_METHOD(getxattr, 4, 1, (const char *path, const char *name, char *value, si
   l->size = size;
 }, {
   FN_PATH_ARGV(2)
-  napi_create_string_utf8(env, l->name, NAPI_AUTO_LENGTH, &(argv[3]));
+  fn_name_to_js(env, l->name, &(argv[3]));
   napi_create_external_buffer(env, l->size, (char *) l->value, NULL, NULL, &(argv[4]));
   napi_create_uint32(env, 0, &(argv[5]));
 }, {
@@ -640,7 +724,7 @@ FUSE_METHOD_VOID(removexattr, 2, 0, (const char *path, const char *name), {
   l->name = name;
 }, {
   FN_PATH_ARGV(2)
-  napi_create_string_utf8(env, l->name, NAPI_AUTO_LENGTH, &(argv[3]));
+  fn_name_to_js(env, l->name, &(argv[3]));
 })
 
 FUSE_METHOD_VOID(flush, 2, 0, (const char *path, struct fuse_file_info *info), {
@@ -713,8 +797,9 @@ FUSE_METHOD(readlink, 1, 1, (const char *path, char *linkname, size_t len), {
 }, {
   FN_PATH_ARGV(2)
 }, {
-  NAPI_ARGV_UTF8(linkname, l->len, 2)
-  strncpy(l->linkname, linkname, l->len);
+  char *linkname = fn_name_from_js(env, argv[2], NULL);
+  if (linkname == NULL) l->linkname[0] = '\0'; // not a target (the adapter never sends one)
+  else { strncpy(l->linkname, linkname, l->len); free(linkname); }
 })
 
 FUSE_METHOD_VOID(chown, 3, 0, (const char *path, uid_t uid, gid_t gid), {
@@ -756,7 +841,7 @@ FUSE_METHOD_VOID(rename, 2, 0, (const char *path, const char *dest), {
   l->dest = dest;
 }, {
   FN_PATH_ARGV(2)
-  napi_create_string_utf8(env, l->dest, NAPI_AUTO_LENGTH, &(argv[3]));
+  fn_name_to_js(env, l->dest, &(argv[3]));
 })
 
 FUSE_METHOD_VOID(link, 2, 0, (const char *path, const char *dest), {
@@ -764,7 +849,7 @@ FUSE_METHOD_VOID(link, 2, 0, (const char *path, const char *dest), {
   l->dest = dest;
 }, {
   FN_PATH_ARGV(2)
-  napi_create_string_utf8(env, l->dest, NAPI_AUTO_LENGTH, &(argv[3]));
+  fn_name_to_js(env, l->dest, &(argv[3]));
 })
 
 FUSE_METHOD_VOID(symlink, 2, 0, (const char *path, const char *dest), {
@@ -772,7 +857,7 @@ FUSE_METHOD_VOID(symlink, 2, 0, (const char *path, const char *dest), {
   l->dest = dest;
 }, {
   FN_PATH_ARGV(2)
-  napi_create_string_utf8(env, l->dest, NAPI_AUTO_LENGTH, &(argv[3]));
+  fn_name_to_js(env, l->dest, &(argv[3]));
 })
 
 FUSE_METHOD_VOID(mkdir, 2, 0, (const char *path, mode_t mode), {
@@ -1278,11 +1363,8 @@ static char * fn_get_str (napi_env env, napi_value v) {
   napi_valuetype t;
   size_t len;
   if (napi_typeof(env, v, &t) != napi_ok || t != napi_string) return NULL;
-  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
-  if (len > 4096) return NULL;
-  char *s = malloc(len + 1);
-  if (s == NULL) return NULL;
-  napi_get_value_string_utf8(env, v, s, len + 1, &len);
+  char *s = fn_name_from_js(env, v, &len);
+  if (s != NULL && len > 4096) { free(s); return NULL; }
   return s;
 }
 
@@ -1396,9 +1478,13 @@ NAPI_METHOD(fuse_native_invalidate) {
 NAPI_METHOD(fuse_native_nodeid) {
   NAPI_ARGV(2)
   NAPI_ARGV_BUFFER_CAST(fuse_thread_t *, ft, 0);
-  NAPI_ARGV_UTF8(path, 4096, 1);
   int64_t id;
   napi_value ret;
+  char path[4096];
+  char *pathm = fn_name_from_js(env, argv[1], NULL); // the path's exact bytes (issue 18)
+  if (pathm == NULL || strlen(pathm) >= sizeof(path)) { free(pathm); napi_create_int64(env, -EINVAL, &ret); return ret; }
+  strcpy(path, pathm);
+  free(pathm);
   if (!ft->inval_inited) {
     id = -ENOTCONN;
   } else {
@@ -1433,7 +1519,7 @@ NAPI_METHOD(fuse_native_list_nodes) {
         napi_set_element(env, row, 0, v);
         napi_create_int64(env, node->parent ? (int64_t) node->parent->nodeid : 0, &v);
         napi_set_element(env, row, 1, v);
-        if (node->name) napi_create_string_utf8(env, node->name, NAPI_AUTO_LENGTH, &v);
+        if (node->name) fn_name_to_js(env, node->name, &v);
         else napi_get_null(env, &v);
         napi_set_element(env, row, 2, v);
         napi_create_int64(env, (int64_t) node->nlookup, &v);
@@ -1828,12 +1914,7 @@ NAPI_METHOD(fuse_native_unmount) {
 // Reads argv[i] as a malloc'ed UTF-8 string (paths may exceed any fixed
 // buffer); NULL when it is not a string.
 static char *fn_xattr_utf8 (napi_env env, napi_value v) {
-  size_t len = 0;
-  if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok) return NULL;
-  char *s = malloc(len + 1);
-  if (s == NULL) return NULL;
-  if (napi_get_value_string_utf8(env, v, s, len + 1, &len) != napi_ok) { free(s); return NULL; }
-  return s;
+  return fn_name_from_js(env, v, NULL); // a path's exact bytes (issue 18)
 }
 
 static napi_value fn_xattr_int (napi_env env, int n) {

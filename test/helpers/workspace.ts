@@ -9,7 +9,7 @@ import { StoreDb } from '../../store/db.js'
 import { BlockStore } from '../../store/blocks.js'
 import { Generations } from '../../fs/history/generations.js'
 import { Workspace } from '../../fs/workspace.js'
-import { type FrozenPath, LowerLayer, rootOfLower } from '../../fs/lower.js'
+import { type FrozenPath, LowerLayer, rootOfLower, decodeFrozen, relOfFrozenKey } from '../../fs/lower.js'
 import { applyChanges, emptyTable, loadAll } from '../../fs/itable.js'
 import { ROOT_INO } from '../../fs/inode.js'
 
@@ -36,7 +36,7 @@ export async function open (root: string, lowerDir: string): Promise<{ ws: Works
   const gens = await Generations.open(db, blocks)
   // the frozen copies of lower paths earlier sessions left (as the daemon loads them)
   const frozen = new Map<string, FrozenPath[]>()
-  for await (const e of db.iterate<FrozenPath[]>('lower')) frozen.set(e.key, e.value)
+  for await (const e of db.iterate<FrozenPath[]>('lower')) frozen.set(relOfFrozenKey(e.key), decodeFrozen(e.value))
   const lower = new LowerLayer(lowerDir, gens.state.session, frozen)
   let ws: Workspace
   if (gens.state.head !== null) {
