@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import { FuseMount } from './adapter.js'
 import { LowLevelMount } from './ll-adapter.js'
 import { requestCounts } from './binding.js'
-import type { FsOps, InodeOps, InvalidationPlan } from '../fs/api.js'
+import type { FsOps, InodeOps, InvalidationPlan, RestoreAnnouncer } from '../fs/api.js'
 
 /** The two layers: 'hl' libfuse 2.9 high-level (fuse-native), 'll' libfuse 3 low-level (fuse/ll). */
 export type FuseLayer = 'hl' | 'll'
@@ -30,6 +30,8 @@ export interface WorkspaceMount {
   invalidate(plan: InvalidationPlan): Promise<void>
   /** FUSE requests received so far, by operation name */
   requestCounts(): Record<string, number>
+  /** routes the requests of a restore announcement's helper process to `a` while it runs; null stops (fs/api.ts RestoreAnnouncer) */
+  announceWith(a: RestoreAnnouncer | null): void
 }
 
 export interface MountOptions {
@@ -49,7 +51,8 @@ export function workspaceMount (layer: FuseLayer, o: MountOptions): WorkspaceMou
     mount: async () => await m.mount(),
     unmount: async () => await m.unmount(),
     invalidate: async (plan) => await m.invalidate(plan),
-    requestCounts
+    requestCounts,
+    announceWith: (a) => m.announceWith(a)
   }
 }
 
