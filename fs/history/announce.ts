@@ -12,7 +12,8 @@
  * whose bytes changed: open for writing, ftruncate to its size, close:
  * IN_OPEN, IN_MODIFY, IN_CLOSE_WRITE; anything else whose attributes or
  * content changed: lchown to its owner: IN_ATTRIB). A path whose type
- * changed is removed, then added. A directory removed or added is walked
+ * changed is removed, then added, and so is a changed file that the
+ * restore gives another inode number. A directory removed or added is walked
  * by the diff, so every path below it has its own step; a directory that
  * became something else is one step (its old children get no IN_DELETE).
  *
@@ -124,31 +125,40 @@ const depth = (p: string): number => p.split('/').length
 export async function announcementOf (gens: RecordReader, ws: Workspace, before: TableNode, target: TableNode, changes: DiffEntry[]): Promise<Announcement> {
   const vOld = new TreeView(gens, ws, before)
   const vNew = new TreeView(gens, ws, target)
-  const removed = changes.filter(c => c.path !== '/' && (c.change === 'deleted' || c.change === 'type')).sort((a, b) => depth(b.path) - depth(a.path) || (a.path < b.path ? -1 : 1))
-  const added = changes.filter(c => c.path !== '/' && (c.change === 'added' || c.change === 'type')).sort((a, b) => depth(a.path) - depth(b.path) || (a.path < b.path ? -1 : 1))
-  const changed = changes.filter(c => c.change === 'modified' || c.change === 'meta')
+  const removals: Array<[string, InodeRecord]> = []
+  const additions: Array<[string, InodeRecord]> = []
+  const changed: Array<[string, InodeRecord, DiffEntry['change']]> = []
+  for (const c of changes) {
+    const rel = c.path.slice(1)
+    const o = c.change === 'added' ? null : await vOld.at(rel)
+    const n = c.change === 'deleted' ? null : await vNew.at(rel)
+    if (c.path !== '/' && o !== null && (c.change === 'deleted' || c.change === 'type')) removals.push([c.path, o])
+    if (c.path !== '/' && n !== null && (c.change === 'added' || c.change === 'type')) additions.push([c.path, n])
+    if (c.change !== 'modified' && c.change !== 'meta') continue
+    if (n === null) continue
+    // a file the restore gives another inode (at the checkpoint its directory was not listed yet, so
+    // the name gets a new inode number when it is): a watch on the old inode hears of it only when it
+    // goes, so it goes (IN_DELETE_SELF) and the new one comes (IN_CREATE), as when a tool replaces a file
+    if (c.path !== '/' && o !== null && !isDir(n) && (o.ino === 0 || n.ino === 0 || o.ino !== n.ino)) {
+      removals.push([c.path, o]); additions.push([c.path, n])
+    } else changed.push([c.path, n, c.change])
+  }
+  removals.sort((a, b) => depth(b[0]) - depth(a[0]) || (a[0] < b[0] ? -1 : 1))
+  additions.sort((a, b) => depth(a[0]) - depth(b[0]) || (a[0] < b[0] ? -1 : 1))
   const steps: AnnounceStep[] = []
   const a = new Announcement(ws, steps)
   let nextGhostIno = GHOST_INO_BASE
-  for (const c of removed) {
-    const r = await vOld.at(c.path.slice(1))
-    if (r === null) continue
+  for (const [p, r] of removals) {
     const st = ws.statOf(r)
     if (st.ino === 0) st.ino = nextGhostIno++
-    a.addGhost(c.path, st)
-    steps.push({ op: isDir(r) ? 'rmdir' : 'unlink', path: c.path })
+    a.addGhost(p, st)
+    steps.push({ op: isDir(r) ? 'rmdir' : 'unlink', path: p })
   }
-  for (const c of added) {
-    const r = await vNew.at(c.path.slice(1))
-    if (r === null) continue
-    a.addHidden(c.path)
-    steps.push(creation(c.path, r))
+  for (const [p, r] of additions) {
+    a.addHidden(p)
+    steps.push(creation(p, r))
   }
-  for (const c of changed) {
-    const r = await vNew.at(c.path.slice(1))
-    if (r === null) continue
-    steps.push({ op: c.change === 'modified' && (r.mode & S_IFMT) === S_IFREG ? 'modify' : 'attrib', path: c.path })
-  }
+  for (const [p, r, change] of changed) steps.push({ op: change === 'modified' && (r.mode & S_IFMT) === S_IFREG ? 'modify' : 'attrib', path: p })
   return a
 }
 
