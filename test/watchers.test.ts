@@ -182,3 +182,30 @@ for (const layer of ['hl', 'll'] as const) {
     t.equal(fs.readFileSync(path.join(d, 'edit.txt'), 'utf8'), 'version 1\n')
   })
 }
+
+t.test('a selective restore is announced too (undo is one): only its paths', async t => {
+  const m = await mountWorkspace(t, dir => {
+    fs.mkdirSync(path.join(dir, 'src'))
+    fs.writeFileSync(path.join(dir, 'src/a.js'), 'a\n')
+    fs.writeFileSync(path.join(dir, 'notes.md'), 'notes\n')
+  })
+  const d = m.dir
+  fs.readdirSync(d); fs.readdirSync(path.join(d, 'src'))
+  const good = await m.client.mark({ label: 'good' })
+  fs.rmSync(path.join(d, 'src'), { recursive: true })
+  fs.writeFileSync(path.join(d, 'notes.md'), 'notes, edited on\n')
+  const choki: Array<[string, string]> = []
+  const cw = chokidarWatch(d, { ignoreInitial: true })
+  await new Promise<void>(resolve => cw.once('ready', () => resolve()))
+  cw.on('all', (ev, p) => { choki.push([ev, path.relative(d, p)]) })
+  t.teardown(async () => { await cw.close() })
+  await new Promise(resolve => setTimeout(resolve, 300))
+  const r = await m.client.restore({ id: good.id, paths: ['src'] })
+  t.same(r.changes, [{ path: '/src', change: 'added' }, { path: '/src/a.js', change: 'added' }])
+  await until(() => choki.some(e => e[0] === 'add' && e[1] === 'src/a.js'), WAIT_MS)
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.same(choki.map(e => e.join(' ')).sort(), ['add src/a.js', 'addDir src'], 'chokidar sees the restored subtree and nothing else (notes.md keeps its edit)')
+  t.equal(fs.readFileSync(path.join(d, 'notes.md'), 'utf8'), 'notes, edited on\n')
+  t.equal(fs.readFileSync(path.join(d, 'src/a.js'), 'utf8'), 'a\n')
+  t.notMatch(fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8'), /telling watchers of the restore/)
+})

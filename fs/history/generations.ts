@@ -58,7 +58,7 @@ export class Generations implements TableSource {
   /** table root id of the head checkpoint (0 before the first); written by checkpoint and restore */
   headRoot = 0
   /**
-   * Tells watchers of a full restore (announce.ts; the daemon sets it to
+   * Tells watchers of a restore, full or selective (announce.ts; the daemon sets it to
    * run the helper process through the mount, daemon/announce.ts): called
    * after the swap and the kernel invalidation, inside the restore; null:
    * nobody is told (tests without a mount).
