@@ -15,6 +15,9 @@ import path from 'node:path'
 import { watch as chokidarWatch } from 'chokidar'
 import { mountWorkspace } from './helpers/mount.js'
 import { manifest, manifestDiff } from '../scripts/manifest.js'
+import { spawnSync } from 'node:child_process'
+import os from 'node:os'
+import { ANNOUNCE_HELPER, encodeSteps } from '../daemon/announce.js'
 
 /** Longest wait for watchers to report, ms: generous for a loaded 2-core machine (the time taken is printed, never asserted). */
 const WAIT_MS = 15000
@@ -208,4 +211,14 @@ t.test('a selective restore is announced too (undo is one): only its paths', asy
   t.equal(fs.readFileSync(path.join(d, 'notes.md'), 'utf8'), 'notes, edited on\n')
   t.equal(fs.readFileSync(path.join(d, 'src/a.js'), 'utf8'), 'a\n')
   t.notMatch(fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8'), /telling watchers of the restore/)
+})
+
+t.test('the helper does nothing to a directory that is not a FUSE mount (a mount gone under it)', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rewindfs-test-'))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  fs.writeFileSync(path.join(dir, 'keep'), 'keep\n')
+  const r = spawnSync(ANNOUNCE_HELPER, [dir], { input: encodeSteps([{ op: 'unlink', path: '/keep' }, { op: 'mkdir', path: '/new', mode: 0o755 }]) })
+  t.equal(r.status, 3, String(r.stderr))
+  t.match(String(r.stderr), /not a FUSE mount: nothing done/)
+  t.same(fs.readdirSync(dir), ['keep'], 'nothing removed, nothing created')
 })
