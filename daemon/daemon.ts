@@ -26,6 +26,7 @@ import { accessUser, clearStaleSocket, grantSocket, publishConnection, unpublish
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { fuseLayer, workspaceMount, checkFuseLayer } from '../fuse/layer.js'
 import { xattrIo } from '../fuse/xattr.js'
+import { announce } from './announce.js'
 import { exportCheckpoint } from '../fs/export.js'
 import { collectGarbage } from '../fs/maint/gc.js'
 import { ApiError } from '../proto/errors.js'
@@ -115,6 +116,8 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   const live = ws
   // constructed here, mounted once the server listens (a bad or busy port must fail before anything is mounted)
   const fuse = workspaceMount(fuseLayer(), { mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live) })
+  // a full restore is announced to watchers by a helper process through the mount (daemon/announce.ts)
+  gens.announce = async (a) => { await announce(a, o.dir, (x) => fuse.announceWith(x), log) }
 
   let server: RewindServer | null = null
   let hooks: HookSocket | null = null

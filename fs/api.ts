@@ -161,3 +161,35 @@ export interface FsOps {
    */
   readonly linkedWrites: Set<Ino>
 }
+
+/**
+ * A restore's announcement to watchers (fs/history/announce.ts, DECISIONS.md
+ * "Watchers see a restore"): after the swap, a helper process outside the
+ * daemon repeats through the mount the restore's removals (unlink, rmdir),
+ * additions (mknod, mkdir, symlink) and changes (an open for writing, a
+ * truncate to the same size, a chown to the same owner), so that the kernel
+ * itself emits IN_DELETE, IN_CREATE, IN_MODIFY, IN_ATTRIB and
+ * IN_CLOSE_WRITE. The adapters route that process's requests (and only
+ * those: `pid`) here, and the answers change nothing: a removed name stays
+ * visible to it alone until it unlinks it, an added name stays invisible to
+ * it alone until it creates it, and its opens, truncates and chowns are
+ * answered with the record as it is. Everyone else sees the restored state
+ * from the swap on. Every method is synchronous; `undefined` (or false)
+ * means "not the restore's: answer as usual".
+ */
+export interface RestoreAnnouncer {
+  /** pid of the helper process while it runs, else 0 (then nothing is routed here) */
+  readonly pid: number
+  /** path-based (libfuse 2.9 high-level): the stat of a removed path not yet unlinked, or throws ENOENT for an added one not yet created */
+  getattr(path: string): Stat | undefined
+  /** unlink or rmdir of a removed path: true when it was one (nothing changes) */
+  remove(path: string): boolean
+  /** mknod, mkdir, symlink or create of an added path: true when it was one (it is visible to the helper from now on) */
+  appear(path: string): boolean
+  /** by inode (libfuse 3 low-level): lookup of a removed name (parent inode before the restore) or of an added one not yet created (ENOENT) */
+  lookupAt(parent: Ino, name: string): Stat | undefined
+  /** the stat of an inode only a removed name still reaches */
+  statIno(ino: Ino): Stat | undefined
+  removeAt(parent: Ino, name: string): boolean
+  appearAt(parent: Ino, name: string): boolean
+}

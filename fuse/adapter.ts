@@ -12,7 +12,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import { Fuse, type FuseInstance, type FuseOps, type Stat as FuseStat, type InvalidateItem } from './binding.js'
 import { FsError, isNoSpace } from '../base/errno.js'
-import type { FsOps, Stat, Caller, InvalidationPlan } from '../fs/api.js'
+import type { FsOps, Stat, Caller, InvalidationPlan, RestoreAnnouncer } from '../fs/api.js'
 
 /** Mount options that keep the binding near its ceiling and restores exact (fuse-native.md §6, §8). */
 export const MOUNT_OPTIONS = [
@@ -75,6 +75,8 @@ export class FuseMount {
   private readonly log: (msg: string) => void
   /** requests answered, by kind, for status and benchmarks */
   readonly counts = { ops: 0, errors: 0 }
+  /** a restore's announcement while its helper runs (announceWith), else null */
+  private announcer: RestoreAnnouncer | null = null
 
   constructor (private readonly o: AdapterOptions) {
     this.ws = o.workspace
@@ -105,6 +107,19 @@ export class FuseMount {
    */
   async invalidate (plan: InvalidationPlan): Promise<void> {
     await this.fuse.invalidate(invalidateItems(plan))
+  }
+
+  /**
+   * Routes the requests of the restore announcement's helper process
+   * (`a.pid`) to `a` while it runs; null stops (fs/api.ts RestoreAnnouncer).
+   */
+  announceWith (a: RestoreAnnouncer | null): void { this.announcer = a }
+
+  /** The announcement when the current request comes from its helper, else null (one compare while none runs). */
+  private announcing (): RestoreAnnouncer | null {
+    const a = this.announcer
+    if (a === null || a.pid === 0) return null
+    return this.fuse.context()?.pid === a.pid ? a : null
   }
 
   private caller (): Caller {
@@ -226,7 +241,7 @@ export class FuseMount {
         while (blocks > 0xffffffff) { bsize *= 2; blocks = Math.floor(blocks / 2); bfree = Math.floor(bfree / 2); bavail = Math.floor(bavail / 2) }
         return { bsize, frsize: bsize, blocks, bfree, bavail, files: Math.min(s.files, 0xffffffff), ffree: Math.min(s.ffree, 0xffffffff), favail: Math.min(s.ffree, 0xffffffff), fsid: 0x72776673, flag: 0, namemax: 255 }
       }) as any,
-      getattr: val('getattr', (p: string) => toFuseStat(ws.getattr(p))) as any,
+      getattr: val('getattr', (p: string) => toFuseStat(self.announcing()?.getattr(p) ?? ws.getattr(p))) as any,
       fgetattr: val('fgetattr', (p: string | null, fh: number) => toFuseStat(ws.fgetattr(fh))) as any,
       readdir: (p: string, cb: (err: number, names?: string[], stats?: FuseStat[]) => void) => {
         let r
@@ -236,22 +251,26 @@ export class FuseMount {
       opendir: val('opendir', (p: string) => { ws.resolve(p); return 0 }) as any,
       releasedir: st('releasedir', () => {}),
       readlink: val('readlink', (p: string) => ws.readlink(p)) as any,
-      chmod: stl('chmod', (p: string, mode: number) => { ws.chmod(p, mode); return others(p) }),
-      chown: stl('chown', (p: string, uid: number, gid: number) => { ws.chown(p, uid, gid); return others(p) }),
-      utimens: stl('utimens', (p: string, a: bigint | null, m: bigint | null) => { ws.utimens(p, a, m); return others(p) }),
-      truncate: stl('truncate', (p: string, size: number) => { ws.truncate(p, size); return others(p) }, true),
+      // the restore's helper (announcing) changes nothing: its chown and truncate only make the kernel emit IN_ATTRIB, IN_MODIFY
+      chmod: stl('chmod', (p: string, mode: number) => { if (self.announcing()) return NOTHING; ws.chmod(p, mode); return others(p) }),
+      chown: stl('chown', (p: string, uid: number, gid: number) => { if (self.announcing()) return NOTHING; ws.chown(p, uid, gid); return others(p) }),
+      utimens: stl('utimens', (p: string, a: bigint | null, m: bigint | null) => { if (self.announcing()) return NOTHING; ws.utimens(p, a, m); return others(p) }),
+      truncate: stl('truncate', (p: string, size: number) => { if (self.announcing()) return NOTHING; ws.truncate(p, size); return others(p) }, true),
       ftruncate: stl('ftruncate', (p: string | null, fh: number, size: number) => {
+        if (self.announcing()) return NOTHING
         ws.ftruncate(fh, size)
         const ino = ws.handleIno(fh)
         return { paths: ws.otherNames(ino, p), nameless: ws.namelessOpen(ino, fh) }
       }, true),
-      mkdir: st('mkdir', (p: string, mode: number) => ws.mkdir(p, mode, self.caller())),
-      rmdir: st('rmdir', (p: string) => ws.rmdir(p)),
-      mknod: st('mknod', (p: string, mode: number, dev: number) => ws.mknod(p, mode, dev, self.caller())),
-      symlink: st('symlink', (target: string, p: string) => ws.symlink(target, p, self.caller())),
+      // the restore's helper creates and removes names the swap already added and removed (RestoreAnnouncer)
+      mkdir: st('mkdir', (p: string, mode: number) => { if (self.announcing()?.appear(p) !== true) ws.mkdir(p, mode, self.caller()) }),
+      rmdir: st('rmdir', (p: string) => { if (self.announcing()?.remove(p) !== true) ws.rmdir(p) }),
+      mknod: st('mknod', (p: string, mode: number, dev: number) => { if (self.announcing()?.appear(p) !== true) ws.mknod(p, mode, dev, self.caller()) }),
+      symlink: st('symlink', (target: string, p: string) => { if (self.announcing()?.appear(p) !== true) ws.symlink(target, p, self.caller()) }),
       // the names left of an unlinked hard-linked file show nlink - 1, and so do the nodes of
       // descriptors whose name was already gone (taken before: the kernel updates the node of p itself)
       unlink: stl('unlink', (p: string) => {
+        if (self.announcing()?.remove(p) === true) return NOTHING
         const ino = ws.resolve(p)
         const nameless = ws.namelessOpen(ino)
         ws.unlink(p)
@@ -275,8 +294,9 @@ export class FuseMount {
         const ino = ws.resolve(b)
         return { paths: ws.otherNames(ino, b), nameless: ws.namelessOpen(ino) }
       }),
-      open: val('open', (p: string, flags: number) => ws.open(p, flags)) as any,
-      create: val('create', (p: string, mode: number, flags: number) => ws.create(p, mode, flags, self.caller())) as any,
+      // the restore's helper opens for writing only to make the kernel emit IN_CLOSE_WRITE: it gets a read-only handle
+      open: val('open', (p: string, flags: number) => ws.open(p, self.announcing() ? 0 : flags)) as any,
+      create: val('create', (p: string, mode: number, flags: number) => self.announcing()?.appear(p) === true ? ws.open(p, 0) : ws.create(p, mode, flags, self.caller())) as any,
       release: closeLike('release', (fh) => ws.release(fh)),
       flush: closeLike('flush', () => {}),
       // fsync/fsyncdir: the record (and sealed blocks) becomes durable before the answer

@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import { FuseMount } from './adapter.js'
 import { LowLevelMount, type KernelNodes } from './ll-adapter.js'
 import { requestCounts } from './binding.js'
-import type { FsOps, InodeOps, InvalidationPlan } from '../fs/api.js'
+import type { FsOps, InodeOps, InvalidationPlan, RestoreAnnouncer } from '../fs/api.js'
 
 /** The two layers: 'hl' libfuse 2.9 high-level (fuse-native), 'll' libfuse 3 low-level (fuse/ll). */
 export type FuseLayer = 'hl' | 'll'
@@ -33,6 +33,8 @@ export interface WorkspaceMount {
   requestCounts(): Record<string, number>
   /** the kernel's node ids as the low-level layer counts them (absent on hl: libfuse 2.9 keeps its own node table) */
   kernelNodes?(): KernelNodes
+  /** routes the requests of a restore announcement's helper process to `a` while it runs; null stops (fs/api.ts RestoreAnnouncer) */
+  announceWith(a: RestoreAnnouncer | null): void
 }
 
 export interface MountOptions {
@@ -53,7 +55,8 @@ export function workspaceMount (layer: FuseLayer, o: MountOptions): WorkspaceMou
       unmount: async () => await m.unmount(),
       invalidate: async (plan) => await m.invalidate(plan),
       requestCounts: () => m.requestCounts(),
-      kernelNodes: () => m.nodes()
+      kernelNodes: () => m.nodes(),
+      announceWith: (a) => m.announceWith(a)
     }
   }
   const m = new FuseMount(o)
@@ -61,7 +64,8 @@ export function workspaceMount (layer: FuseLayer, o: MountOptions): WorkspaceMou
     mount: async () => await m.mount(),
     unmount: async () => await m.unmount(),
     invalidate: async (plan) => await m.invalidate(plan),
-    requestCounts
+    requestCounts,
+    announceWith: (a) => m.announceWith(a)
   }
 }
 

@@ -42,7 +42,7 @@ import {
 } from './ll/session.js'
 import { FsError, isNoSpace } from '../base/errno.js'
 import { isByteName, nameBuffer, nameOfBuffer } from '../base/names.js'
-import type { InodeOps, Stat, Caller, InvalidationPlan, AttrChange } from '../fs/api.js'
+import type { InodeOps, Stat, Caller, InvalidationPlan, AttrChange, RestoreAnnouncer } from '../fs/api.js'
 
 const E = os.constants.errno
 const SEEK_DATA = 3
@@ -106,6 +106,8 @@ export class LowLevelMount {
   private negativesSweepAt = 4096
   private readonly dirs = new Map<number, DirHandle>()
   private nextDirFh = 1
+  /** a restore's announcement while its helper runs (announceWith), else null */
+  private announcer: RestoreAnnouncer | null = null
   private noSpaceLogged = 0
 
   constructor (private readonly o: LowLevelAdapterOptions) {
@@ -223,6 +225,18 @@ export class LowLevelMount {
     return { ino: 0, entryTimeout: secs }
   }
 
+  /**
+   * Routes the requests of the restore announcement's helper process
+   * (`a.pid`) to `a` while it runs; null stops (fs/api.ts RestoreAnnouncer).
+   */
+  announceWith (a: RestoreAnnouncer | null): void { this.announcer = a }
+
+  /** The announcement when request `r` comes from its helper, else null (one compare while none runs). */
+  private announcing (r: Request): RestoreAnnouncer | null {
+    const a = this.announcer
+    return a !== null && a.pid !== 0 && r.pid === a.pid ? a : null
+  }
+
   // ---- lookup counting ---------------------------------------------------
 
   private counted (st: Stat): Entry {
@@ -260,8 +274,12 @@ export class LowLevelMount {
     const ws = this.ws
     const caller = (r: Request): Caller => ({ uid: r.uid, gid: r.gid })
     const raw: LowLevelOps = {
-      lookup: (_r, parent, _pi, name) => {
+      // the restore's helper (announcing) sees removed names until it unlinks them and added ones
+      // only once it creates them; its creations, removals, opens and setattrs change nothing (RestoreAnnouncer)
+      lookup: (r, parent, _pi, name) => {
         const n = nameOf(name)
+        const a = this.announcing(r)
+        if (a !== null) return this.counted(a.lookupAt(parent, n) ?? ws.lookupAt(parent, n)) // never a cached negative: the helper's view is its own
         let st: Stat
         try { st = ws.lookupAt(parent, n) } catch (e) {
           if (e instanceof FsError && e.errno === E.ENOENT && this.timeout > 0) return this.negative(parent, n)
@@ -270,21 +288,27 @@ export class LowLevelMount {
         return this.counted(st)
       },
       forget: (ino, _inc, n) => this.forget(ino, n),
-      getattr: (_r, ino, _inc, fh) => attrOf(fh !== null ? ws.fgetattr(fh) : ws.statIno(ino)),
-      setattr: (_r, ino, _inc, set, fh) => attrOf(ws.setattrIno(ino, changeOf(set), fh)),
+      getattr: (r, ino, _inc, fh) => attrOf(fh !== null ? ws.fgetattr(fh) : (this.announcing(r)?.statIno(ino) ?? ws.statIno(ino))),
+      setattr: (r, ino, _inc, set, fh) => this.announcing(r) !== null
+        ? attrOf(this.announcer!.statIno(ino) ?? (fh !== null ? ws.fgetattr(fh) : ws.statIno(ino)))
+        : attrOf(ws.setattrIno(ino, changeOf(set), fh)),
       readlink: (_r, ino) => nameBuffer(ws.readlinkIno(ino)),
-      mknod: (r, parent, _pi, name, mode, rdev) => this.counted(ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r))),
-      mkdir: (r, parent, _pi, name, mode) => this.counted(ws.mkdirAt(parent, nameOf(name), mode, caller(r))),
-      symlink: (r, parent, _pi, name, target) => this.counted(ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r))),
+      mknod: (r, parent, _pi, name, mode, rdev) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r))),
+      mkdir: (r, parent, _pi, name, mode) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : ws.mkdirAt(parent, nameOf(name), mode, caller(r))),
+      symlink: (r, parent, _pi, name, target) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r))),
       link: (_r, ino, _inc, parent, _pi, name) => this.counted(ws.linkAt(ino, parent, nameOf(name))),
-      unlink: (_r, parent, _pi, name) => { ws.unlinkAt(parent, nameOf(name)) },
-      rmdir: (_r, parent, _pi, name) => { ws.rmdirAt(parent, nameOf(name)) },
+      unlink: (r, parent, _pi, name) => { if (this.announcing(r)?.removeAt(parent, nameOf(name)) !== true) ws.unlinkAt(parent, nameOf(name)) },
+      rmdir: (r, parent, _pi, name) => { if (this.announcing(r)?.removeAt(parent, nameOf(name)) !== true) ws.rmdirAt(parent, nameOf(name)) },
       rename: (_r, parent, _pi, name, np, _npi, newName, flags) => { ws.renameAt(parent, nameOf(name), np, nameOf(newName), flags) },
       // keep_cache: the kernel's pages of a file change only through this mount, and a restore drops them (invalidate);
       // noflush: close sends no FLUSH (the workspace has nothing to do at close: writes reached it as they were made,
       // and locks are kernel-local), which saves one request per close (17,000 in an npm ci)
-      open: (_r, ino, _inc, flags): Open => ({ fh: ws.openAt(ino, flags), keepCache: true, noflush: true }),
+      open: (r, ino, _inc, flags): Open => ({ fh: ws.openAt(ino, this.announcing(r) !== null ? 0 : flags), keepCache: true, noflush: true }),
       create: (r, parent, _pi, name, mode, flags) => {
+        if (this.announcing(r)?.appearAt(parent, nameOf(name)) === true) {
+          const st = ws.lookupAt(parent, nameOf(name))
+          return { ...this.counted(st), fh: ws.openAt(st.ino, 0), keepCache: true }
+        }
         const c = ws.createAt(parent, nameOf(name), mode, flags, caller(r))
         const e = this.counted(c.stat)
         return { ino: e.ino, attr: e.attr, fh: c.fh, keepCache: true, noflush: true }

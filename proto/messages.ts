@@ -78,7 +78,14 @@ export interface RestoreInfo {
   paths?: string[]
   /** restore with `paths` only: true when nothing was changed (`dryRun` asked) */
   dryRun?: boolean
-  /** restore with `paths` only: what differs at those paths, from the workspace before to the checkpoint, as diff lists it (what the restore changes, or would) */
+  /**
+   * What the restore changed (or, with `dryRun`, would change), from the
+   * workspace before to the checkpoint, as diff lists it: every added,
+   * deleted, modified (content), meta (attributes) and type-changed path,
+   * sorted by path. With `paths`: only at those paths. A full restore lists
+   * it too (absent from daemons before issue 17, and when the diff failed);
+   * the same paths are announced to inotify watchers (PROTOCOL.md "Restore").
+   */
   changes?: DiffEntry[]
   /** restore with `paths` only: the new checkpoint on the current branch holding the result, or null (dry run, or nothing differed) */
   result?: CheckpointId | null

@@ -52,6 +52,11 @@ if [ ! -x dist/hooks/rewindfs-hook ] || [ hooks/rewindfs-hook.c -nt dist/hooks/r
   gcc -O2 -Wall -Wextra -static -o dist/hooks/rewindfs-hook hooks/rewindfs-hook.c -lnettle 2>/dev/null \
     || gcc -O2 -Wall -Wextra -o dist/hooks/rewindfs-hook hooks/rewindfs-hook.c -lnettle
 fi
+# the helper that repeats a restore through the mount so watchers hear of it (daemon/announce.ts): C, started once per restore
+if [ ! -x dist/daemon/rewindfs-announce ] || [ daemon/rewindfs-announce.c -nt dist/daemon/rewindfs-announce ]; then
+  mkdir -p dist/daemon
+  gcc -O2 -Wall -Wextra -o dist/daemon/rewindfs-announce daemon/rewindfs-announce.c
+fi
 # node-gyp is chatty: keep its output, show it only when the build fails
 native_log=$(mktemp)
 if ! node scripts/build-native.mjs >"$native_log" 2>&1; then cat "$native_log" >&2; rm -f "$native_log"; say "building the FUSE binding failed (output above)"; exit 1; fi

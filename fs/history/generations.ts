@@ -22,6 +22,7 @@ import { ApiError } from '../../proto/errors.js'
 import { type BranchRecord, type CheckpointRecord, type StoreState, checkpointInfo, freshState } from './records.js'
 import { type MarkRequest, sealCheckpoint, syncLive } from './checkpoint.js'
 import { restoreCheckpoint } from './restore.js'
+import type { Announcement } from './announce.js'
 import { type RestoreIntent, RESTORE_INTENT, completeInterruptedRestore } from './journal.js'
 import { diffCheckpoints } from './diff.js'
 import { type RestorePath, type RestorePathsOptions, normaliseRestorePaths, restorePaths } from './selective.js'
@@ -57,6 +58,13 @@ export class Generations implements TableSource {
   inodes: number
   /** table root id of the head checkpoint (0 before the first); written by checkpoint and restore */
   headRoot = 0
+  /**
+   * Tells watchers of a restore, full or selective (announce.ts; the daemon sets it to
+   * run the helper process through the mount, daemon/announce.ts): called
+   * after the swap and the kernel invalidation, inside the restore; null:
+   * nobody is told (tests without a mount).
+   */
+  announce: ((a: Announcement) => Promise<void>) | null = null
 
   constructor (readonly db: StoreDb, readonly blocks: { sync(): Promise<void>, commitTo(b: StoreBatch): void }, public state: StoreState) {
     this.inodes = state.inodes

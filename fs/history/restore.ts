@@ -2,7 +2,9 @@
  * Restore: makes the live workspace equal to a checkpoint and starts a new
  * branch from it (DESIGN.md "Generations"). Cost: O(inodes that differ)
  * store reads and kernel invalidations; unchanged inodes are never looked at.
- * After the swap, the count of changed paths is computed as diff lists them.
+ * After the swap, the changed paths are computed as diff lists them (the
+ * reply's `changes`) and announced to watchers (announce.ts): O(changed
+ * paths).
  */
 import type { CheckpointId } from '../../base/types.js'
 import { differences, loadDifferences } from '../itable.js'
@@ -14,6 +16,7 @@ import { sealCheckpoint } from './checkpoint.js'
 import { writeRestoreIntent } from './journal.js'
 import { invalidationPlan } from './invalidation.js'
 import { diffTables } from './diff.js'
+import { announcementOf } from './announce.js'
 
 /**
  * Makes the live workspace equal to checkpoint `id` and starts a new
@@ -80,9 +83,14 @@ export async function restoreCheckpoint (g: Generations, ws: Workspace, id: Chec
   const committed = batch.write({ sync: false }).catch(() => {
     // written by the next mark, fsync or state save (writeState deletes the intent while it is open)
   })
-  // the count of changed paths: as diff lists them (inodes are no measure across mount
+  // the changed paths: as diff lists them (inodes are no measure across mount
   // sessions, where the same unchanged file has another inode in each)
-  const count = diffTables(g, ws, before, target, false).then(d => d.length, () => changed.size)
-  const [, , n] = await Promise.all([committed, invalidate(plan), count])
-  return { checkpoint: id, branch: g.state.branch, changed: n, ms: performance.now() - t0, saved: savedAll.at(-1) ?? null, savedAll }
+  const diffed = diffTables(g, ws, before, target, false).then(d => d, () => null)
+  const [, , changes] = await Promise.all([committed, invalidate(plan), diffed])
+  // watchers hear of it (announce.ts): after the kernel has dropped what the swap made stale
+  if (changes !== null && changes.length > 0 && g.announce !== null) {
+    const a = await announcementOf(g, ws, before, target, changes).catch(() => null)
+    if (a !== null) await g.announce(a)
+  }
+  return { checkpoint: id, branch: g.state.branch, changed: changes?.length ?? changed.size, ms: performance.now() - t0, saved: savedAll.at(-1) ?? null, savedAll, ...(changes !== null ? { changes } : {}) }
 }

@@ -41,6 +41,7 @@ import type { Generations } from './generations.js'
 import { sealCheckpoint } from './checkpoint.js'
 import { invalidationPlan } from './invalidation.js'
 import { diffSubtrees, sameMeta } from './diff.js'
+import { announcementOf } from './announce.js'
 
 /**
  * One path to restore: `path` is workspace-relative and normalised (proto
@@ -150,6 +151,11 @@ export async function restorePaths (g: Generations, ws: Workspace, id: Checkpoin
   const sealing = sealCheckpoint(g, ws, { label: o.label ?? `restore ${id} -- ${shown}`, meta: o.meta ?? { restore: { from: id, paths } } })
   const [cp] = await Promise.all([sealing, invalidate(plan)])
   const diff = await previewChanges(g, ws, before, target, list, false)
+  // watchers hear of it as of a full restore (announce.ts)
+  if (diff.length > 0 && g.announce !== null) {
+    const a = await announcementOf(g, ws, before, after, diff).catch(() => null)
+    if (a !== null) await g.announce(a)
+  }
   return { checkpoint: id, branch: g.state.branch, changed: diff.length, ms: performance.now() - t0, saved, paths, dryRun: false, changes: diff, result: cp.id }
 }
 
