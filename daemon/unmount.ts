@@ -6,14 +6,10 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import type { StoreDb } from '../store/db.js'
-import type { BlockStore } from '../store/blocks.js'
 import { StoreNoSpaceError, isNoSpace } from '../store/errors.js'
 import { freeBytes } from '../store/space.js'
 import { FULL_BELOW } from '../store/diskfull.js'
-import type { Generations } from '../fs/history/generations.js'
-import type { Workspace } from '../fs/workspace.js'
-import { writeBack } from '../fs/writeback.js'
+import { writeBack, type WriteBackOptions } from '../fs/writeback.js'
 import { xattrIo } from '../fuse/xattr.js'
 
 /** Name of the file in the store where the daemon leaves the outcome of its last unmount. */
@@ -89,15 +85,7 @@ function unfrozenWarning (dir: string, reason: string): string {
 }
 
 /** What writeFinalState works on: the unmounted workspace, its store, the directory (and an fd opened on it before the mount). */
-export interface FinalStateOptions {
-  ws: Workspace
-  gens: Generations
-  db: StoreDb
-  blocks: BlockStore
-  dir: string
-  dirFd: number
-  log: (m: string) => void
-}
+export type FinalStateOptions = Pick<WriteBackOptions, 'ws' | 'gens' | 'db' | 'blocks' | 'dir' | 'dirFd' | 'log'>
 
 /**
  * Unmount, step 2, once the kernel has let go of the directory: writes the
