@@ -10,6 +10,9 @@
  */
 import fs from 'node:fs'
 import { spawn } from 'node:child_process'
+import { nameBuffer } from '../base/names.js'
+
+const NUL = Buffer.from([0])
 import { fileURLToPath } from 'node:url'
 import type { Announcement, AnnounceStep } from '../fs/history/announce.js'
 import type { RestoreAnnouncer } from '../fs/api.js'
@@ -40,7 +43,8 @@ export function encodeSteps (steps: AnnounceStep[]): Buffer {
     }
     parts.push(op, s.path, arg)
   }
-  return Buffer.from(parts.map(p => p + '\0').join(''))
+  // paths and symlink targets as their exact bytes (names that are not UTF-8: base/names.ts), each NUL-terminated
+  return Buffer.concat(parts.flatMap(p => [nameBuffer(p), NUL]))
 }
 
 /**
