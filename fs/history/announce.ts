@@ -143,6 +143,24 @@ export async function announcementOf (gens: RecordReader, ws: Workspace, before:
       removals.push([c.path, o]); additions.push([c.path, n])
     } else changed.push([c.path, n, c.change])
   }
+  // A directory the restore moves (removed at one path, added at another, one inode): the helper must not
+  // rmdir it (the kernel marks a removed directory's inode dead, and the node id lives on at the other
+  // path: every lookup in it would fail) nor mkdir it. Its move and everything below it are left to the
+  // restore's kernel invalidation; watchers hear nothing of them (README Limits).
+  const removedDirs = new Map<Ino, string>()
+  for (const [p, r] of removals) if (isDir(r) && r.ino !== 0) removedDirs.set(r.ino, p)
+  const moved: string[] = []
+  for (const [p, r] of additions) {
+    const from = isDir(r) && r.ino !== 0 ? removedDirs.get(r.ino) : undefined
+    if (from !== undefined) moved.push(from, p)
+  }
+  if (moved.length > 0) {
+    const below = (p: string): boolean => moved.some(m => p === m || p.startsWith(m + '/'))
+    for (const list of [removals, additions]) {
+      const kept = list.filter(([p]) => !below(p))
+      list.length = 0; list.push(...kept)
+    }
+  }
   removals.sort((a, b) => depth(b[0]) - depth(a[0]) || (a[0] < b[0] ? -1 : 1))
   additions.sort((a, b) => depth(a[0]) - depth(b[0]) || (a[0] < b[0] ? -1 : 1))
   const steps: AnnounceStep[] = []
