@@ -52,6 +52,15 @@ class EditorBuffer {
   close (): void { this.w.close() }
 }
 
+/** A chokidar watcher on `dir`, ready (initial scan done, not reported), and the [event, path relative to dir] pairs it reports. */
+async function chokidarEvents (dir: string): Promise<{ events: Array<[string, string]>, watcher: ReturnType<typeof chokidarWatch> }> {
+  const events: Array<[string, string]> = []
+  const watcher = chokidarWatch(dir, { ignoreInitial: true })
+  await new Promise<void>(resolve => watcher.once('ready', () => resolve()))
+  watcher.on('all', (ev, p) => { events.push([ev, path.relative(dir, p)]) })
+  return { events, watcher }
+}
+
 async function until (cond: () => boolean, ms: number): Promise<boolean> {
   const end = Date.now() + ms
   while (!cond()) {
@@ -90,10 +99,7 @@ for (const layer of ['hl', 'll'] as const) {
     const fileEvents: string[] = []
     const fileWatch = fs.watch(path.join(d, 'edit.txt'), (ev) => { fileEvents.push(ev) })
     const editor = new EditorBuffer(path.join(d, 'edit.txt'))
-    const choki: Array<[string, string]> = []
-    const cw = chokidarWatch(d, { ignoreInitial: true })
-    await new Promise<void>(resolve => cw.once('ready', () => resolve()))
-    cw.on('all', (ev, p) => { choki.push([ev, path.relative(d, p)]) })
+    const { events: choki, watcher: cw } = await chokidarEvents(d)
     t.teardown(async () => { nodeWatch.close(); fileWatch.close(); editor.close(); await cw.close() })
     t.equal(editor.text, 'version 2 (abandoned)\n')
     await new Promise(resolve => setTimeout(resolve, 300))
@@ -165,10 +171,7 @@ for (const layer of ['hl', 'll'] as const) {
     const fileEvents: string[] = []
     const fileWatch = fs.watch(path.join(d, 'edit.txt'), (ev) => { fileEvents.push(ev) })
     const editor = new EditorBuffer(path.join(d, 'edit.txt'))
-    const choki: Array<[string, string]> = []
-    const cw = chokidarWatch(d, { ignoreInitial: true })
-    await new Promise<void>(resolve => cw.once('ready', () => resolve()))
-    cw.on('all', (ev, p) => { choki.push([ev, path.relative(d, p)]) })
+    const { events: choki, watcher: cw } = await chokidarEvents(d)
     t.teardown(async () => { fileWatch.close(); editor.close(); await cw.close() })
     await new Promise(resolve => setTimeout(resolve, 300))
     const r = await m.client.restore({ id: good.id })
@@ -197,10 +200,7 @@ t.test('a selective restore is announced too (undo is one): only its paths', asy
   const good = await m.client.mark({ label: 'good' })
   fs.rmSync(path.join(d, 'src'), { recursive: true })
   fs.writeFileSync(path.join(d, 'notes.md'), 'notes, edited on\n')
-  const choki: Array<[string, string]> = []
-  const cw = chokidarWatch(d, { ignoreInitial: true })
-  await new Promise<void>(resolve => cw.once('ready', () => resolve()))
-  cw.on('all', (ev, p) => { choki.push([ev, path.relative(d, p)]) })
+  const { events: choki, watcher: cw } = await chokidarEvents(d)
   t.teardown(async () => { await cw.close() })
   await new Promise(resolve => setTimeout(resolve, 300))
   const r = await m.client.restore({ id: good.id, paths: ['src'] })
