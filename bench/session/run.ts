@@ -63,13 +63,15 @@ export interface SessionOptions {
   onRound?: (soFar: SessionResult) => void
 }
 
-/** Runs bash `cmd` in `cwd`; resolves with its wall time in ms, rejects with the tail of its output. */
+/** Runs bash `cmd` in `cwd`; resolves with its wall time in ms, rejects with the tails of its stderr and stdout (600 characters). */
 export function timeCommand (cmd: string, cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<number> {
   const t0 = now()
   return new Promise((resolve, reject) => {
-    execFile('bash', ['-c', cmd], { cwd, env, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, _out, errOut) => {
+    execFile('bash', ['-c', cmd], { cwd, env, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, out, errOut) => {
       const ms = now() - t0
-      if (err) reject(new Error(`exit ${String(err.code ?? err.signal)} after ${(ms / 1000).toFixed(1)} s: ${String(errOut).trim().slice(-600)}`))
+      // tsc and the test runners report on stdout: give both tails, stderr first
+      const tail = [String(errOut).trim(), String(out).trim()].filter(Boolean).join('\n--- stdout:\n').slice(-600)
+      if (err) reject(new Error(`exit ${String(err.code ?? err.signal)} after ${(ms / 1000).toFixed(1)} s: ${tail}`))
       else resolve(ms)
     })
   })
