@@ -4,6 +4,7 @@
  * a daemon in a child process. Each case fails on the old layer (see README
  * "Limits").
  */
+// test.sh: alone: its forget-accounting test drops the kernel's dentry and inode caches (machine-wide) and counts the node ids the kernel holds and forgets
 import t from 'tap'
 import fs from 'node:fs'
 import path from 'node:path'

@@ -3,6 +3,7 @@
  * (test/helpers/memfs-ll.ts) mounted in a temporary directory. Every access
  * to the mount runs in a child process (Python): this process serves it.
  */
+// test.sh: alone: its forget-accounting test drops the kernel's dentry and inode caches (machine-wide) and counts the lookups the kernel holds and forgets
 import t from 'tap'
 import fs from 'node:fs'
 import path from 'node:path'
