@@ -23,6 +23,7 @@ import { namesAsBytes, OPS_WITH_PATHS } from '../proto/names.js'
 import { ApiError, isErrorCode, ProtoError, type WireError } from '../proto/errors.js'
 import { EVENTS, OPS, type Encoding, type Event, type EventName, type HelloInfo, type Request, type RequestId } from '../proto/messages.js'
 import { MAX_READ_LENGTH, peekId, validateRequest } from '../proto/validate.js'
+import { apiArgs } from '../proto/api-args.js'
 import { SUPPORTED_VERSIONS } from '../proto/version.js'
 import type { RewindApi } from './api.js'
 
@@ -196,53 +197,49 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
     return api.effects
   }
 
-  /** Dispatch a validated request; returns the result for `ok`. */
+  /** Dispatch a validated request (its arguments as the api takes them: proto/api-args.ts apiArgs); returns the result for `ok`. */
   async function dispatch (c: Conn, req: Request, encoding: Encoding): Promise<unknown> {
     switch (req.op) {
       case 'hello': return hello(req.v)
       case 'status': return await api.status()
       case 'mark': {
-        const a: { label?: string; context?: unknown; meta?: unknown } = {}
-        if (req.label !== undefined) a.label = req.label
-        if (req.context !== undefined) a.context = req.context
-        if (req.meta !== undefined) a.meta = req.meta
-        const r = await api.mark(a)
+        const r = await api.mark(apiArgs(req))
         if (autoEvents) broadcast({ event: 'checkpoint', checkpoint: r })
         return r
       }
       case 'restore': {
-        const r = await api.restore(opt({ id: req.checkpoint, paths: req.paths, dryRun: req.dryRun }))
+        const r = await api.restore(apiArgs(req))
         if (autoEvents && r.dryRun !== true) broadcast({ event: 'restore', restore: r })
         return r
       }
-      case 'log': return await api.log(opt({ branch: req.branch, limit: req.limit }))
-      case 'diff': return await api.diff(opt({ a: req.a, b: req.b }))
-      case 'stat': return await api.stat(opt({ id: req.checkpoint, path: req.path }))
-      case 'readdir': return await api.readdir(opt({ id: req.checkpoint, path: req.path }))
-      case 'read': return await api.read(opt({ id: req.checkpoint, path: req.path, offset: req.offset, length: req.length }))
-      case 'context': return await api.context({ id: req.checkpoint })
-      case 'candidates': return await api.candidates(opt({ limit: req.limit }))
-      case 'memory_add': return await api.memoryAdd({ run: req.run, entry: req.entry })
-      case 'memory_get': return await api.memoryGet({ run: req.run })
-      case 'export': return await api.export({ id: req.checkpoint, dir: req.dir })
-      case 'unmount': return await api.unmount(opt({ discard: req.discard }))
-      case 'pin': return await api.pin({ id: req.checkpoint, pinned: req.pinned ?? true })
-      case 'run_end': return await api.runEnd({ run: req.run })
-      case 'gc': return await api.gc(opt({ keepLast: req.keepLast, abandonedAfterMs: req.abandonedAfterMs, runIdleMs: req.runIdleMs, dryRun: req.dryRun }))
-      case 'effect_register': return await effects().register(opt({ tool: req.tool, class: req.class, exclude: req.exclude, description: req.description }))
-      case 'effect_begin': { const { v: _v, id: _i, op: _o, ...a } = req; return await effects().begin(a) }
-      case 'effect_compensate': { const { v: _v, id: _i, op: _o, ...a } = req; return await effects().compensate(a) }
-      case 'effect_gate': return await effects().gate(opt({ tool: req.tool, target: req.target, request: req.request, identity: req.identity }))
-      case 'effect_sent': return await effects().sent(opt({ occurrence: req.occurrence, evidence: req.evidence }))
-      case 'effect_complete': return await effects().complete(opt({ occurrence: req.occurrence, status: req.status, evidence: req.evidence }))
-      case 'effect_reconcile': return await effects().reconcile(opt({ occurrence: req.occurrence, verdict: req.verdict, evidence: req.evidence }))
-      case 'effect_list': return await effects().list(opt({ run: req.run, branch: req.branch, status: req.status, target: req.target, limit: req.limit }))
+      case 'log': return await api.log(apiArgs(req))
+      case 'diff': return await api.diff(apiArgs(req))
+      case 'stat': return await api.stat(apiArgs(req))
+      case 'readdir': return await api.readdir(apiArgs(req))
+      case 'read': return await api.read(apiArgs(req))
+      case 'context': return await api.context(apiArgs(req))
+      case 'candidates': return await api.candidates(apiArgs(req))
+      case 'memory_add': return await api.memoryAdd(apiArgs(req))
+      case 'memory_get': return await api.memoryGet(apiArgs(req))
+      case 'export': return await api.export(apiArgs(req))
+      case 'unmount': return await api.unmount(apiArgs(req))
+      case 'pin': return await api.pin({ ...apiArgs(req), pinned: req.pinned ?? true })
+      case 'run_end': return await api.runEnd(apiArgs(req))
+      case 'gc': return await api.gc(apiArgs(req))
+      case 'effect_register': return await effects().register(apiArgs(req))
+      case 'effect_begin': return await effects().begin(apiArgs(req))
+      case 'effect_compensate': return await effects().compensate(apiArgs(req))
+      case 'effect_gate': return await effects().gate(apiArgs(req))
+      case 'effect_sent': return await effects().sent(apiArgs(req))
+      case 'effect_complete': return await effects().complete(apiArgs(req))
+      case 'effect_reconcile': return await effects().reconcile(apiArgs(req))
+      case 'effect_list': return await effects().list(apiArgs(req))
       case 'undo': {
-        const r = await api.undo(opt({ id: req.checkpoint, dryRun: req.dryRun }))
+        const r = await api.undo(apiArgs(req))
         if (autoEvents && r.applied && r.restore) broadcast({ event: 'restore', restore: r.restore })
         return r
       }
-      case 'history': return await api.history(opt({ path: req.path, all: req.all, limit: req.limit, meta: req.meta }))
+      case 'history': return await api.history(apiArgs(req))
       case 'subscribe': {
         c.events = new Set(req.events ?? EVENTS)
         c.eventEncoding = encoding
@@ -320,11 +317,4 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
       return closing
     },
   }
-}
-
-/** Copy `o` without its undefined values, typed as the api argument it becomes. */
-function opt<T extends Record<string, unknown>> (o: T): { [K in keyof T]: Exclude<T[K], undefined> } {
-  const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v
-  return out as { [K in keyof T]: Exclude<T[K], undefined> }
 }

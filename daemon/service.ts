@@ -2,6 +2,8 @@
  * RewindApi over one mounted workspace: the operations the websocket server
  * dispatches, each mapped to the workspace, the generations or the tree
  * writer. Paths arrive validated by proto/ (workspace-relative, no '..').
+ * Arguments are ApiArgs<op> (proto/api-args.ts), derived from the wire's
+ * OpArgs, never restated here.
  */
 import type { CheckpointId } from '../base/types.js'
 import type { CandidateInfo, CheckpointInfo, DiffEntry, GcPolicy, GcReport, MemoryEntry, PathHistoryEntry, RestoreInfo, RewindApi, RunEndInfo, StatInfo, StatusInfo, UndoInfo } from './api.js'
@@ -13,6 +15,7 @@ import { TreeView } from '../fs/tree.js'
 import { ApiError } from '../proto/errors.js'
 import { FsError } from '../base/errno.js'
 import { Memory } from './memory.js'
+import type { ApiArgs } from '../proto/api-args.js'
 import { MAX_CANDIDATES, MAX_READ_LENGTH } from '../proto/validate.js'
 import type { Ledger } from '../effects/ledger.js'
 import { abandonedGenerations, recoveryOf } from '../effects/recovery.js'
@@ -76,7 +79,7 @@ export class Service implements RewindApi {
     }
   }
 
-  async mark (req: { label?: string, context?: unknown, meta?: unknown }): Promise<CheckpointInfo> {
+  async mark (req: ApiArgs<'mark'>): Promise<CheckpointInfo> {
     const c = await this.d.generations.mark(this.d.workspace, req)
     this.d.ledger?.noteCheckpoint({ checkpoint: c.id, generation: c.generation, branch: c.branch, parent: c.parent })
     return c
@@ -88,7 +91,7 @@ export class Service implements RewindApi {
    * the effect ledger with the effects of the abandoned suffix
    * (effects/recovery.ts), which `recovery` lists.
    */
-  async restore (req: { id: CheckpointId, paths?: string[], dryRun?: boolean }): Promise<RestoreInfo> {
+  async restore (req: ApiArgs<'restore'>): Promise<RestoreInfo> {
     const g = this.d.generations
     if (req.paths !== undefined) return await g.restorePaths(this.d.workspace, req.id, req.paths.map(path => ({ path })), this.d.invalidate, { dryRun: req.dryRun === true })
     if (req.dryRun === true) return await g.restorePreview(this.d.workspace, req.id)
@@ -108,11 +111,11 @@ export class Service implements RewindApi {
     return { ...r, recovery: recoveryOf((g.checkpoints.get(r.checkpoint)?.context ?? null) !== null, abandoned) }
   }
 
-  async log (req: { branch?: string, limit?: number }): Promise<CheckpointInfo[]> {
+  async log (req: ApiArgs<'log'>): Promise<CheckpointInfo[]> {
     return this.d.generations.log(req)
   }
 
-  async diff (req: { a: CheckpointId, b?: CheckpointId }): Promise<DiffEntry[]> {
+  async diff (req: ApiArgs<'diff'>): Promise<DiffEntry[]> {
     return await this.d.generations.diff(this.d.workspace, req.a, req.b)
   }
 
@@ -138,12 +141,12 @@ export class Service implements RewindApi {
     return out
   }
 
-  async stat (req: { id?: CheckpointId, path: string }): Promise<StatInfo | null> {
+  async stat (req: ApiArgs<'stat'>): Promise<StatInfo | null> {
     const [r] = await this.at(req.id, req.path)
     return r ? this.statInfo(req.path, r) : null
   }
 
-  async readdir (req: { id?: CheckpointId, path: string }): Promise<StatInfo[]> {
+  async readdir (req: ApiArgs<'readdir'>): Promise<StatInfo[]> {
     const [r, t] = await this.at(req.id, req.path)
     if (!r) throw new ApiError('E_NOT_FOUND', `${req.path}: no such directory at ${req.id === undefined ? 'the live workspace' : `checkpoint ${req.id}`}`)
     if (!isDir(r)) throw new ApiError('E_BAD_REQUEST', `path: ${req.path === '' ? '/' : req.path} is not a directory`, { field: 'path' })
@@ -160,7 +163,7 @@ export class Service implements RewindApi {
     return out
   }
 
-  async read (req: { id?: CheckpointId, path: string, offset?: number, length?: number }): Promise<Uint8Array> {
+  async read (req: ApiArgs<'read'>): Promise<Uint8Array> {
     const [r] = await this.at(req.id, req.path)
     if (!r) throw new ApiError('E_NOT_FOUND', `${req.path}: no such file`)
     if (!isFile(r)) throw new ApiError('E_BAD_REQUEST', `path: ${req.path === '' ? '/' : req.path} is not a regular file`, { field: 'path' })
@@ -171,11 +174,11 @@ export class Service implements RewindApi {
     return buf.subarray(0, n)
   }
 
-  async context (req: { id: CheckpointId }): Promise<unknown> {
+  async context (req: ApiArgs<'context'>): Promise<unknown> {
     return await this.d.generations.context(req.id)
   }
 
-  async candidates (req: { limit?: number }): Promise<CandidateInfo[]> {
+  async candidates (req: ApiArgs<'candidates'>): Promise<CandidateInfo[]> {
     const g = this.d.generations
     const lineage: CheckpointRecord[] = []
     const seen = new Set<CheckpointId>()
@@ -191,42 +194,42 @@ export class Service implements RewindApi {
     }))
   }
 
-  async memoryAdd (req: { run: string, entry: MemoryEntry }): Promise<{ count: number }> {
+  async memoryAdd (req: ApiArgs<'memory_add'>): Promise<{ count: number }> {
     return { count: await this.memory.add(req.run, req.entry) }
   }
 
-  async memoryGet (req: { run: string }): Promise<{ entries: MemoryEntry[] }> {
+  async memoryGet (req: ApiArgs<'memory_get'>): Promise<{ entries: MemoryEntry[] }> {
     return { entries: await this.memory.get(req.run) }
   }
 
-  async export (req: { id: CheckpointId, dir: string }): Promise<{ files: number, bytes: number }> {
+  async export (req: ApiArgs<'export'>): Promise<{ files: number, bytes: number }> {
     this.d.generations.checkpoint(req.id)
     return await this.d.exportTo(req.id, req.dir)
   }
 
-  async pin (req: { id: CheckpointId, pinned: boolean }): Promise<CheckpointInfo> {
+  async pin (req: ApiArgs<'pin'> & { pinned: boolean }): Promise<CheckpointInfo> {
     return await this.d.generations.pin(req.id, req.pinned)
   }
 
-  async runEnd (req: { run: string }): Promise<RunEndInfo> {
+  async runEnd (req: ApiArgs<'run_end'>): Promise<RunEndInfo> {
     const ended = Date.now()
     await this.d.generations.db.batch().put('run', req.run, { ended }).write({ sync: true })
     return { run: req.run, ended }
   }
 
-  async undo (req: { id: CheckpointId, dryRun?: boolean }): Promise<UndoInfo> {
+  async undo (req: ApiArgs<'undo'>): Promise<UndoInfo> {
     return await this.d.generations.undo(this.d.workspace, req.id, this.d.invalidate, req.dryRun === true)
   }
 
-  async history (req: { path: string, all?: boolean, limit?: number, meta?: boolean }): Promise<PathHistoryEntry[]> {
+  async history (req: ApiArgs<'history'>): Promise<PathHistoryEntry[]> {
     return await this.d.generations.history(this.d.workspace, req.path, { all: req.all, limit: req.limit ?? 100, meta: req.meta })
   }
 
-  async gc (req: Partial<GcPolicy>): Promise<GcReport> {
+  async gc (req: ApiArgs<'gc'>): Promise<GcReport> {
     return await this.d.gc(req)
   }
 
-  async unmount (req: { discard?: boolean }): Promise<{ discarded: boolean }> {
+  async unmount (req: ApiArgs<'unmount'>): Promise<{ discarded: boolean }> {
     // the final checkpoint before the reply (a full disk is the caller's error, still mounted);
     // the rest after it: the caller's connection closes with the daemon
     await this.d.unmount(req.discard === true)

@@ -5,7 +5,7 @@
  * restated: a field added to OpArgs reaches both. Kept out of messages.ts,
  * whose exported types are the JSON Schema (scripts/generate.ts).
  */
-import type { Op, OpArgs } from './messages.js'
+import type { Op, OpArgs, RequestId } from './messages.js'
 
 /**
  * OpArgs[O] with the checkpoint argument named `id` instead of
@@ -22,4 +22,18 @@ export function wireArgs<O extends Op> (args: ApiArgs<O>): OpArgs[O] {
   const out: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(args as Record<string, unknown>)) if (v !== undefined) out[k === 'id' ? 'checkpoint' : k] = v
   return out as OpArgs[O]
+}
+
+/**
+ * The api arguments of validated request `req` (proto/validate.ts): its
+ * fields besides v, id and op, `checkpoint` renamed `id`, undefined fields
+ * left out. The inverse of wireArgs; the server's dispatch (daemon/server.ts).
+ */
+export function apiArgs<O extends Op> (req: { v: number, id: RequestId, op: O } & OpArgs[O]): ApiArgs<O> {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(req)) {
+    if (v === undefined || k === 'v' || k === 'id' || k === 'op') continue
+    out[k === 'checkpoint' ? 'id' : k] = v
+  }
+  return out as ApiArgs<O>
 }

@@ -14,6 +14,9 @@
  *   are PROTOCOL.md's and proto/validate.ts's.
  * - client/python/rewindfs/backtrack_tools.json: the backtrack tool
  *   definitions of client/tools.ts, for the Python package.
+ * - client/python/rewindfs/constants.py: the protocol facts the Python
+ *   package uses (file names, the runtime directory's environment
+ *   variable, the protocol version, limits), from proto/.
  *
  * A new operation: add its arguments to OpArgs and its result to OpResults
  * (and OPS) in proto/messages.ts, then `npm run generate`.
@@ -26,6 +29,10 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createGenerator, type Definition } from 'ts-json-schema-generator'
 import { backtrackTools } from '../client/tools.js'
+import { CONNECTION_FILE, TOKEN_FILE } from '../proto/messages.js'
+import { ROOT_RUNTIME_DIR, RUNTIME_DIR_ENV } from '../proto/discovery.js'
+import { PROTOCOL_VERSION } from '../proto/version.js'
+import { MAX_CANDIDATES, MAX_READ_LENGTH } from '../proto/validate.js'
 
 /** The repository root (this file runs as dist/scripts/generate.js). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
@@ -33,6 +40,8 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const SCHEMA_FILE = 'proto/schema/protocol.schema.json'
 /** Where the Python package's copy of the backtrack tools is committed, relative to ROOT. */
 export const TOOLS_FILE = 'client/python/rewindfs/backtrack_tools.json'
+/** Where the Python package's protocol constants are committed, relative to ROOT. */
+export const PY_CONSTANTS_FILE = 'client/python/rewindfs/constants.py'
 
 type Defs = Record<string, Definition>
 
@@ -114,11 +123,28 @@ export function protocolSchema (root: string = ROOT): Definition {
   }
 }
 
+/** The Python package's constants module: each fact of proto/ it uses, with where it is defined. */
+export function pythonConstants (): string {
+  const facts: Array<[string, string | number, string]> = [
+    ['PROTOCOL_VERSION', PROTOCOL_VERSION, 'the protocol version this client speaks (proto/version.ts)'],
+    ['CONNECTION_FILE', CONNECTION_FILE, 'the connection file in a store directory (proto/messages.ts)'],
+    ['TOKEN_FILE', TOKEN_FILE, 'the token file in a store directory, mode 0600 (proto/messages.ts)'],
+    ['RUNTIME_DIR_ENV', RUNTIME_DIR_ENV, 'the environment variable naming the one runtime directory (proto/discovery.ts)'],
+    ['ROOT_RUNTIME_DIR', ROOT_RUNTIME_DIR, 'the runtime directory of a daemon running as root (proto/discovery.ts)'],
+    ['MAX_CANDIDATES', MAX_CANDIDATES, 'the most checkpoints `candidates` returns (proto/validate.ts)'],
+    ['MAX_READ_LENGTH', MAX_READ_LENGTH, 'the most bytes one `read` returns (proto/validate.ts)'],
+  ]
+  const lines = ['"""Protocol facts, generated from proto/ by scripts/generate.ts: do not edit (npm run generate)."""', '']
+  for (const [name, value, what] of facts) lines.push(`#: ${what}`, `${name} = ${JSON.stringify(value)}`)
+  return lines.join('\n') + '\n'
+}
+
 /** Every generated file: path relative to ROOT → its text. */
 export function generatedFiles (root: string = ROOT): Map<string, string> {
   return new Map([
     [SCHEMA_FILE, JSON.stringify(protocolSchema(root), null, 2) + '\n'],
     [TOOLS_FILE, JSON.stringify({ $comment: 'Generated from client/tools.ts by scripts/generate.ts: do not edit.', tools: backtrackTools }, null, 2) + '\n'],
+    [PY_CONSTANTS_FILE, pythonConstants()],
   ])
 }
 

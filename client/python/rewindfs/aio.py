@@ -23,10 +23,10 @@ from typing import Any, Dict, List, Optional
 import websockets
 
 from . import codec
+from .constants import PROTOCOL_VERSION, TOKEN_FILE
 from .discover import discover, read_connection_file, read_token
 from .errors import RewindError
 
-PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 30.0
 # the server's default maxPayload (64 MiB) plus framing slack
 MAX_FRAME = 64 * 1024 * 1024 + 1024 * 1024
@@ -69,7 +69,7 @@ class AsyncClient:
         if url is None and socket is None:
             if store is not None:
                 info = read_connection_file(store)
-                token = token if token is not None else read_token(os.path.join(store, "token"))
+                token = token if token is not None else read_token(os.path.join(store, TOKEN_FILE))
             else:
                 where = workspace if workspace is not None else os.getcwd()
                 info = discover(where)

@@ -17,9 +17,8 @@ import os
 import stat
 from typing import Any, Dict, List, Mapping, Optional
 
+from .constants import CONNECTION_FILE, ROOT_RUNTIME_DIR, RUNTIME_DIR_ENV
 from .errors import RewindError
-
-RUNTIME_DIR_ENV = "REWINDFS_RUNTIME_DIR"
 
 
 def runtime_dirs(env: Optional[Mapping[str, str]] = None, uid: Optional[int] = None) -> List[str]:
@@ -32,7 +31,7 @@ def runtime_dirs(env: Optional[Mapping[str, str]] = None, uid: Optional[int] = N
     out = []
     if env.get("XDG_RUNTIME_DIR"):
         out.append(os.path.join(os.path.abspath(env["XDG_RUNTIME_DIR"]), "rewindfs"))
-    out += ["/run/rewindfs", f"/tmp/rewindfs-{uid}"]
+    out += [ROOT_RUNTIME_DIR, f"/tmp/rewindfs-{uid}"]
     return out
 
 
@@ -119,8 +118,8 @@ def read_token(path: str) -> str:
 
 
 def read_connection_file(store_dir: str) -> Dict[str, Any]:
-    """`<store_dir>/daemon.json` as a dict {port, socket, pid, workspace} (E_CONNECTION when unreadable)."""
-    path = os.path.join(store_dir, "daemon.json")
+    """`<store_dir>/daemon.json` (CONNECTION_FILE) as a dict {port, socket, pid, workspace} (E_CONNECTION when unreadable)."""
+    path = os.path.join(store_dir, CONNECTION_FILE)
     try:
         with open(path, encoding="utf-8") as f:
             info = json.load(f)

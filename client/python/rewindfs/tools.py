@@ -14,6 +14,7 @@ import time
 from typing import Any, Awaitable, Callable, Dict, List, Optional
 
 from .aio import AsyncClient
+from .constants import MAX_CANDIDATES
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(_HERE, "backtrack_tools.json"), encoding="utf-8") as _f:
@@ -21,7 +22,6 @@ with open(os.path.join(_HERE, "backtrack_tools.json"), encoding="utf-8") as _f:
 
 BACKTRACK_CANDIDATES = "backtrack_candidates"
 BACKTRACK_COMMIT = "backtrack_commit"
-MAX_CANDIDATES = 80
 NOTE_FIELDS = ("tried", "why_abandoned", "instead", "facts", "milestones")
 
 #: provider-neutral: [{name, description, parameters}]

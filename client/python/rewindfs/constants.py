@@ -1,0 +1,16 @@
+"""Protocol facts, generated from proto/ by scripts/generate.ts: do not edit (npm run generate)."""
+
+#: the protocol version this client speaks (proto/version.ts)
+PROTOCOL_VERSION = 1
+#: the connection file in a store directory (proto/messages.ts)
+CONNECTION_FILE = "daemon.json"
+#: the token file in a store directory, mode 0600 (proto/messages.ts)
+TOKEN_FILE = "token"
+#: the environment variable naming the one runtime directory (proto/discovery.ts)
+RUNTIME_DIR_ENV = "REWINDFS_RUNTIME_DIR"
+#: the runtime directory of a daemon running as root (proto/discovery.ts)
+ROOT_RUNTIME_DIR = "/run/rewindfs"
+#: the most checkpoints `candidates` returns (proto/validate.ts)
+MAX_CANDIDATES = 80
+#: the most bytes one `read` returns (proto/validate.ts)
+MAX_READ_LENGTH = 16777216
