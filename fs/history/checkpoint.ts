@@ -20,7 +20,7 @@ import type { Workspace } from '../workspace.js'
 import { packr } from '../../store/db.js'
 import type { CheckpointInfo } from '../../proto/messages.js'
 import { type CheckpointRecord, checkpointInfo } from './records.js'
-import type { Generations } from './generations.js'
+import type { History } from './history.js'
 import { keysAtMark, putSegmentKeys } from './path-index.js'
 
 /** What a mark stores with its checkpoint: a label, the agent's context (any msgpack value), segment metadata. */
@@ -34,7 +34,7 @@ export interface MarkRequest { label?: string, context?: unknown, meta?: unknown
  * when sealing or the batch fails for lack of space; then the checkpoint
  * never existed and the next mark writes everything again.
  */
-export async function sealCheckpoint (g: Generations, ws: Workspace, req: MarkRequest): Promise<CheckpointInfo> {
+export async function sealCheckpoint (g: History, ws: Workspace, req: MarkRequest): Promise<CheckpointInfo> {
   const t0 = performance.now()
   // --- the cut: synchronous, nothing else runs on this thread meanwhile
   ws.sealAll() // may fail (E_NO_SPACE): then nothing but some sealed blocks changed
@@ -101,7 +101,7 @@ export async function sealCheckpoint (g: Generations, ws: Workspace, req: MarkRe
  * from it. Call only inside `g.exclusive`. Cost: O(changes since the last
  * fold) plus ≤ 4 table nodes per changed inode.
  */
-export async function syncLive (g: Generations, ws: Workspace): Promise<void> {
+export async function syncLive (g: History, ws: Workspace): Promise<void> {
   ws.sealAll()
   if (ws.unsavedRecords().size === 0 && (g.state.live?.root === ws.base.id || g.baseIsHead(ws))) return
   g.inodes = g.liveInodes(ws)

@@ -14,7 +14,7 @@ import { type TableNode, differences, loadDifferences, lookup, recordId } from '
 import type { Workspace } from '../workspace.js'
 import { TreeView } from '../tree.js'
 import type { DiffEntry } from '../../proto/messages.js'
-import type { Generations } from './generations.js'
+import type { History } from './history.js'
 import { sameContent, sameLower } from './same-content.js'
 
 /**
@@ -27,7 +27,7 @@ import { sameContent, sameLower } from './same-content.js'
  * directory listed on one side only (still lower on the other) is compared
  * name by name.
  */
-export async function diffCheckpoints (g: Generations, ws: Workspace, a: CheckpointId, b?: CheckpointId): Promise<DiffEntry[]> {
+export async function diffCheckpoints (g: History, ws: Workspace, a: CheckpointId, b?: CheckpointId): Promise<DiffEntry[]> {
   const ta = await g.tableOf(a)
   const live = b === undefined
   const tb = live ? ws.liveTable() : await g.tableOf(b)
@@ -37,7 +37,7 @@ export async function diffCheckpoints (g: Generations, ws: Workspace, a: Checkpo
 }
 
 /** diff between two tables; `live`: tb is the live state (its unsealed writes count). Entries sorted by path. */
-export async function diffTables (g: Generations, ws: Workspace, ta: TableNode, tb: TableNode, live: boolean): Promise<DiffEntry[]> {
+export async function diffTables (g: History, ws: Workspace, ta: TableNode, tb: TableNode, live: boolean): Promise<DiffEntry[]> {
   await loadDifferences(g, ta, tb, g.nodes, g.records)
   // directories with a changed inode below them, in either table
   const below = new Set<Ino>()
@@ -67,7 +67,7 @@ export async function diffTables (g: Generations, ws: Workspace, ta: TableNode, 
  * outside the subtrees is read. `live.a`/`live.b`: that table is the live
  * state (its unsealed writes count). Entries sorted by path ('/a/b').
  */
-export async function diffSubtrees (g: Generations, ws: Workspace, ta: TableNode, tb: TableNode, paths: string[], live: { a: boolean, b: boolean }): Promise<DiffEntry[]> {
+export async function diffSubtrees (g: History, ws: Workspace, ta: TableNode, tb: TableNode, paths: string[], live: { a: boolean, b: boolean }): Promise<DiffEntry[]> {
   const w = new DiffWalk(g, ws, ta, tb, live.a, live.b, null)
   for (const p of paths) {
     const x = await w.va.at(p); const y = await w.vb.at(p)
@@ -83,7 +83,7 @@ class DiffWalk {
   readonly va: TreeView
   readonly vb: TreeView
   readonly out: DiffEntry[] = []
-  constructor (g: Generations, readonly ws: Workspace, ta: TableNode, tb: TableNode, readonly aLive: boolean, readonly bLive: boolean, readonly below: Set<Ino> | null) {
+  constructor (g: History, readonly ws: Workspace, ta: TableNode, tb: TableNode, readonly aLive: boolean, readonly bLive: boolean, readonly below: Set<Ino> | null) {
     this.va = new TreeView(g, ws, ta)
     this.vb = new TreeView(g, ws, tb)
   }

@@ -6,12 +6,12 @@
  * journal and its crash recovery), diff.ts, invalidation.ts, selective.ts
  * (restore of some paths), undo.ts (undo of one segment), path-history.ts
  * (the checkpoints at which a path changed); records.ts holds the
- * persisted shapes.
+ * persisted shapes; history.ts the interface they take (Generations implements it).
  */
 import type { CheckpointId, Ino } from '../../base/types.js'
 import { type InodeRecord, decodeRecord, encodeRecord } from '../inode.js'
 import {
-  type TableNode, type TableSource, type TableSink, differences,
+  type TableNode, type TableSink, differences,
   loadRoot, lookup, emptyTable, loadAll, allRecords
 } from '../itable.js'
 import type { Workspace } from '../workspace.js'
@@ -29,6 +29,7 @@ import { type RestorePath, type RestorePathsOptions, normaliseRestorePaths, rest
 import { undoSegment } from './undo.js'
 import { type PathHistoryOptions, pathHistory } from './path-history.js'
 import { backfillIndex } from './path-index.js'
+import type { History } from './history.js'
 
 export type { BranchRecord, CheckpointRecord, StoreState } from './records.js'
 export type { RestoreIntent } from './journal.js'
@@ -47,7 +48,7 @@ class Mutex {
 }
 
 /** Checkpoint and restore over one store. */
-export class Generations implements TableSource {
+export class Generations implements History {
   readonly nodes = new Map<number, TableNode>()
   readonly records = new Map<number, InodeRecord>()
   readonly checkpoints = new Map<CheckpointId, CheckpointRecord>()

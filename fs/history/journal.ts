@@ -7,7 +7,7 @@
  * state before the restore, whose unsaved changes were checkpointed first.
  */
 import type { CheckpointId } from '../../base/types.js'
-import type { Generations } from './generations.js'
+import type { History } from './history.js'
 
 /** Key (kind `meta`) of the restore journal: the intent of a restore not yet committed. */
 export const RESTORE_INTENT = 'restore'
@@ -23,7 +23,7 @@ export interface RestoreIntent {
 }
 
 /** Writes the intent to restore checkpoint `to`, durably (sync), before the restore changes anything. */
-export async function writeRestoreIntent (g: Generations, to: CheckpointId): Promise<void> {
+export async function writeRestoreIntent (g: History, to: CheckpointId): Promise<void> {
   const intent: RestoreIntent = { to, from: g.state.head, time: Date.now() }
   await g.db.batch().put('meta', RESTORE_INTENT, intent).write({ sync: true })
 }
@@ -35,7 +35,7 @@ export async function writeRestoreIntent (g: Generations, to: CheckpointId): Pro
  * there was none. The intent of a checkpoint that does not exist (any more)
  * is dropped.
  */
-export async function completeInterruptedRestore (g: Generations): Promise<RestoreIntent | null> {
+export async function completeInterruptedRestore (g: History): Promise<RestoreIntent | null> {
   const intent = await g.db.get<RestoreIntent>('meta', RESTORE_INTENT)
   if (!intent) return null
   const cp = g.checkpoints.get(intent.to)

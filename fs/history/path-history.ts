@@ -35,7 +35,7 @@ import { type TableNode, differences, loadDifferences, recordId } from '../itabl
 import type { Workspace } from '../workspace.js'
 import { TreeView } from '../tree.js'
 import type { PathHistoryEntry } from '../../proto/messages.js'
-import type { Generations } from './generations.js'
+import type { History } from './history.js'
 import { sameContent } from './same-content.js'
 import { sameMeta } from './diff.js'
 import { lineage } from './undo.js'
@@ -55,7 +55,7 @@ export interface PathHistoryOptions { all?: boolean, limit?: number, meta?: bool
  * each checkpoint, newest first (see the module comment). Unknown
  * checkpoints in the lineage are skipped (removed by gc).
  */
-export async function pathHistory (g: Generations, ws: Workspace, path: string, o: PathHistoryOptions = {}): Promise<PathHistoryEntry[]> {
+export async function pathHistory (g: History, ws: Workspace, path: string, o: PathHistoryOptions = {}): Promise<PathHistoryEntry[]> {
   const ids = o.all === true ? [...g.checkpoints.keys()].sort((a, b) => b - a) : lineage(g)
   const limit = o.limit ?? Number.MAX_SAFE_INTEGER
   const named = o.index === false ? null : await candidates(g, path)
@@ -88,7 +88,7 @@ export async function pathHistory (g: Generations, ws: Workspace, path: string, 
 type Change = Omit<PathHistoryEntry, 'checkpoint' | 'parent' | 'branch' | 'time' | 'label'>
 
 /** What changed from record x (in tp) to record y (in tc) at the path; null: nothing. */
-async function compare (g: Generations, ws: Workspace, tp: TableNode | null, tc: TableNode, x: InodeRecord | null, y: InodeRecord | null): Promise<Change | null> {
+async function compare (g: History, ws: Workspace, tp: TableNode | null, tc: TableNode, x: InodeRecord | null, y: InodeRecord | null): Promise<Change | null> {
   if (x === null && y === null) return null
   const size = (r: InodeRecord): number => isDir(r) ? 0 : r.size
   if (x === null) {
@@ -115,7 +115,7 @@ async function compare (g: Generations, ws: Workspace, tp: TableNode | null, tc:
 }
 
 /** Inodes that differ between tp and tc and lie below directory ino dp (in tp) or dc (in tc). O(changed × depth). */
-async function changedBelow (g: Generations, tp: TableNode, tc: TableNode, dp: Ino, dc: Ino): Promise<number> {
+async function changedBelow (g: History, tp: TableNode, tc: TableNode, dp: Ino, dc: Ino): Promise<number> {
   if (tp === tc) return 0
   await loadDifferences(g, tp, tc, g.nodes, g.records)
   await loadDifferences(g, tc, tp, g.nodes, g.records)
@@ -128,7 +128,7 @@ async function changedBelow (g: Generations, tp: TableNode, tc: TableNode, dp: I
 }
 
 /** True when inode `ino` of table t lies below directory `dir` (by first names). */
-async function under (g: Generations, t: TableNode, ino: Ino, dir: Ino): Promise<boolean> {
+async function under (g: History, t: TableNode, ino: Ino, dir: Ino): Promise<boolean> {
   if (dir === 0) return false
   let r = await g.recordIn(t, ino)
   for (let depth = 0; r && r.links.length > 0 && depth < 4096; depth++) {
@@ -141,7 +141,7 @@ async function under (g: Generations, t: TableNode, ino: Ino, dir: Ino): Promise
 }
 
 /** The path ('a/b') of inode `ino` in table t by first names, or null when it is not there or unreachable. */
-async function pathOfIno (g: Generations, t: TableNode, ino: Ino): Promise<string | null> {
+async function pathOfIno (g: History, t: TableNode, ino: Ino): Promise<string | null> {
   const parts: string[] = []
   let r = await g.recordIn(t, ino)
   if (!r) return null
@@ -160,7 +160,7 @@ async function pathOfIno (g: Generations, t: TableNode, ino: Ino): Promise<strin
  * name; a directory still lower (never listed) is listed from the lower
  * layer through TreeView (its children report ino 0).
  */
-async function resolveIn (g: Generations, ws: Workspace, t: TableNode, path: string): Promise<InodeRecord | null> {
+async function resolveIn (g: History, ws: Workspace, t: TableNode, path: string): Promise<InodeRecord | null> {
   let cur = await g.recordIn(t, ROOT_INO)
   if (!cur) return null
   for (const name of path.split('/')) {

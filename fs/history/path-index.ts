@@ -51,7 +51,7 @@ import { type InodeRecord, ROOT_INO, S_IFMT, S_IFDIR } from '../inode.js'
 import { type TableNode, differences, loadDifferences } from '../itable.js'
 import { type StoreBatch, intKey, parseIntKey } from '../../store/db.js'
 import type { CheckpointRecord } from './records.js'
-import type { Generations } from './generations.js'
+import type { History } from './history.js'
 
 /** The tags of the index keys (see the module comment). */
 type Tag = 'p' | 's' | 'b' | 'u'
@@ -66,7 +66,7 @@ export function histKey (tag: Tag, path: string, id: CheckpointId): string {
  * parent it has now, and that parent still exists. An uncovered checkpoint
  * is examined by every query.
  */
-export function covered (g: Generations, cp: CheckpointRecord): boolean {
+export function covered (g: History, cp: CheckpointRecord): boolean {
   return cp.parent !== null && cp.hist === cp.parent && g.checkpoints.has(cp.parent)
 }
 
@@ -75,7 +75,7 @@ export function covered (g: Generations, cp: CheckpointRecord): boolean {
  * (the parent's) to table `tc`: a set of `tag:path` strings. Loads both
  * tables where they differ. O(changed inodes × (names + depth)).
  */
-export async function segmentKeys (g: Generations, tp: TableNode, tc: TableNode): Promise<Set<string>> {
+export async function segmentKeys (g: History, tp: TableNode, tc: TableNode): Promise<Set<string>> {
   await loadDifferences(g, tc, tp, g.nodes, g.records)
   await loadDifferences(g, tp, tc, g.nodes, g.records)
   const out = new Set<string>()
@@ -120,7 +120,7 @@ export function putSegmentKeys (batch: StoreBatch, id: CheckpointId, keys: Itera
  * the path holds (see the module comment). Uncovered checkpoints are not
  * in it: the caller examines those anyway. O(depth) ranges.
  */
-export async function candidates (g: Generations, path: string): Promise<Set<CheckpointId>> {
+export async function candidates (g: History, path: string): Promise<Set<CheckpointId>> {
   const out = new Set<CheckpointId>()
   const range = async (tag: Tag, p: string): Promise<void> => {
     const base = `${tag}:${p}\u0000`
@@ -146,7 +146,7 @@ export async function candidates (g: Generations, path: string): Promise<Set<Che
  * segments) reads and keys.
  * Returns how many checkpoints it indexed.
  */
-export async function backfillIndex (g: Generations): Promise<number> {
+export async function backfillIndex (g: History): Promise<number> {
   const todo = [...g.checkpoints.values()].filter(c => c.parent !== null && g.checkpoints.has(c.parent) && c.hist !== c.parent).sort((a, b) => a.id - b.id)
   for (const cp of todo) {
     const parent = cp.parent!
@@ -162,7 +162,7 @@ export async function backfillIndex (g: Generations): Promise<number> {
 }
 
 /** The keys of the segment ending at a new checkpoint whose parent is `parent` (null: none, the first). */
-export async function keysAtMark (g: Generations, parent: CheckpointId | null, tc: TableNode): Promise<Set<string>> {
+export async function keysAtMark (g: History, parent: CheckpointId | null, tc: TableNode): Promise<Set<string>> {
   if (parent === null || !g.checkpoints.has(parent)) return new Set()
   return await segmentKeys(g, await g.tableOf(parent), tc)
 }
@@ -176,7 +176,7 @@ function sameLinks (x: InodeRecord, y: InodeRecord): boolean {
 }
 
 /** The path of directory `ino` in table t by first names ('' the root), or null when it cannot be placed. Memoised per table in `memo`. */
-async function dirPath (g: Generations, t: TableNode, ino: Ino, memo: Map<Ino, string | null>): Promise<string | null> {
+async function dirPath (g: History, t: TableNode, ino: Ino, memo: Map<Ino, string | null>): Promise<string | null> {
   if (ino === ROOT_INO) return ''
   const hit = memo.get(ino)
   if (hit !== undefined) return hit

@@ -11,7 +11,7 @@ import { differences, loadDifferences } from '../itable.js'
 import type { Workspace } from '../workspace.js'
 import type { InvalidationPlan } from '../api.js'
 import type { RestoreInfo } from '../../proto/messages.js'
-import type { Generations } from './generations.js'
+import type { History } from './history.js'
 import { sealCheckpoint } from './checkpoint.js'
 import { writeRestoreIntent } from './journal.js'
 import { invalidationPlan } from './invalidation.js'
@@ -39,7 +39,7 @@ import { announcementOf } from './announce.js'
  * restore. So an interrupted restore either completes or never happened,
  * and one that was acknowledged survives a crash.
  */
-export async function restoreCheckpoint (g: Generations, ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<Omit<RestoreInfo, 'recovery'>> {
+export async function restoreCheckpoint (g: History, ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<Omit<RestoreInfo, 'recovery'>> {
   const t0 = performance.now()
   const label = `before restore to ${id}`
   // every "before restore" checkpoint this restore seals, oldest first (writes that land while it waits make more than one)

@@ -37,7 +37,7 @@ import { TreeView } from '../tree.js'
 import { FsError } from '../../base/errno.js'
 import type { DiffEntry, RestoreInfo } from '../../proto/messages.js'
 import { ApiError } from '../../proto/errors.js'
-import type { Generations } from './generations.js'
+import type { History } from './history.js'
 import { sealCheckpoint } from './checkpoint.js'
 import { invalidationPlan } from './invalidation.js'
 import { diffSubtrees, sameMeta } from './diff.js'
@@ -96,7 +96,7 @@ export function normaliseRestorePaths (items: RestorePath[]): RestorePath[] {
  * live workspace while the path exists at `id` → E_NOT_FOUND; then nothing
  * changed (unsaved changes may have been sealed as a checkpoint).
  */
-export async function restorePaths (g: Generations, ws: Workspace, id: CheckpointId, items: RestorePath[],
+export async function restorePaths (g: History, ws: Workspace, id: CheckpointId, items: RestorePath[],
   invalidate: (plan: InvalidationPlan) => Promise<void>, o: RestorePathsOptions = {}): Promise<RestoreInfo> {
   const t0 = performance.now()
   g.checkpoint(id)
@@ -160,7 +160,7 @@ export async function restorePaths (g: Generations, ws: Workspace, id: Checkpoin
 }
 
 /** What restoring `list` from `target` changes over table `from` (live: `from` is the live state). */
-async function previewChanges (g: Generations, ws: Workspace, from: TableNode, target: TableNode, list: RestorePath[], live: boolean): Promise<DiffEntry[]> {
+async function previewChanges (g: History, ws: Workspace, from: TableNode, target: TableNode, list: RestorePath[], live: boolean): Promise<DiffEntry[]> {
   const out = await diffSubtrees(g, ws, from, target, list.filter(i => i.attrsOnly !== true).map(i => i.path), { a: live, b: false })
   const va = new TreeView(g, ws, from); const vb = new TreeView(g, ws, target)
   for (const it of list) {

@@ -28,7 +28,7 @@ import type { InvalidationPlan } from '../api.js'
 import { TreeView } from '../tree.js'
 import type { DiffEntry, UndoInfo, UndoConflict } from '../../proto/messages.js'
 import { ApiError } from '../../proto/errors.js'
-import type { Generations } from './generations.js'
+import type { History } from './history.js'
 import type { RestorePath } from './selective.js'
 import { diffCheckpoints } from './diff.js'
 
@@ -36,7 +36,7 @@ import { diffCheckpoints } from './diff.js'
  * The checkpoints on the current lineage (parent links from the head),
  * newest first. O(lineage length).
  */
-export function lineage (g: Generations): CheckpointId[] {
+export function lineage (g: History): CheckpointId[] {
   const out: CheckpointId[] = []
   const seen = new Set<CheckpointId>()
   for (let id = g.state.head; id !== null && !seen.has(id);) {
@@ -55,7 +55,7 @@ export function lineage (g: Generations): CheckpointId[] {
  * id → E_UNKNOWN_CHECKPOINT; a first checkpoint (no parent) or one not on
  * the current lineage → E_BAD_REQUEST; nothing changed then.
  */
-export async function undoSegment (g: Generations, ws: Workspace, id: CheckpointId, dryRun: boolean,
+export async function undoSegment (g: History, ws: Workspace, id: CheckpointId, dryRun: boolean,
   restore: (from: CheckpointId, items: RestorePath[], dryRun: boolean, label: string) => Promise<UndoInfo['restore']>): Promise<UndoInfo> {
   const cp = g.checkpoint(id)
   if (cp.parent === null) throw new ApiError('E_BAD_REQUEST', `undo ${id}: checkpoint ${id} is the first checkpoint, so there is no segment before it to undo (restore paths from it instead: rewindfs restore ${id} -- PATH)`, { field: 'checkpoint' })
