@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { Option } from 'commander'
+import { Argument, Option } from 'commander'
 import { RewindClient, type ConnectOptions } from '../client/client.js'
 import { discover, DiscoveryError } from '../client/discover.js'
 import { HOOK_SOCKET } from '../proto/hook.js'
@@ -17,6 +17,27 @@ import { CliError } from './errors.js'
 /** The `-w, --workspace <dir>` option every command that acts on a workspace takes (a new Option per command). */
 export function workspaceOption (): Option {
   return new Option('-w, --workspace <dir>', 'the workspace (default: the mounted workspace containing the current directory)')
+}
+
+/**
+ * The optional `[dir]` operand of the commands whose only operand is the
+ * workspace (unmount, status, verify, gc, mcp): `rewindfs unmount DIR` as
+ * `rewindfs mount DIR`, the same as -w DIR. Read with workspaceFrom.
+ */
+export function workspaceArgument (): Argument {
+  return new Argument('[dir]', 'the workspace, the same as -w DIR (default: the mounted workspace containing the current directory)')
+}
+
+/**
+ * Options `o` with the `[dir]` operand (workspaceArgument) as `workspace`.
+ * Throws CliError for an empty DIR (an unset shell variable) and for a DIR
+ * and a -w that name different directories.
+ */
+export function workspaceFrom<T extends { workspace?: string }> (dir: string | undefined, o: T): T {
+  if (dir === undefined) return o
+  if (dir.trim() === '') throw new CliError('the workspace operand is an empty name (an unset shell variable?): give the directory, e.g. ~/project, or leave it out to use the workspace containing the current directory')
+  if (o.workspace !== undefined && path.resolve(o.workspace) !== path.resolve(dir)) throw new CliError(`two workspaces given, ${dir} and -w ${o.workspace}: give one`)
+  return { ...o, workspace: dir }
 }
 
 /** The workspace a command acts on: -w, else the registered workspace containing the cwd. Throws CliError naming what to do. */

@@ -98,10 +98,20 @@ export function mountUsers (dir: string, mntId: number | null, exclude: Iterable
   return out
 }
 
-/** The refusal message: one line per process (at most 10), then what to do. */
-export function busyMessage (dir: string, users: MountUser[]): string {
+/** One line per process (at most 10, then how many more). */
+function userLines (users: MountUser[]): string {
   const shown = users.slice(0, 10).map(u => `  pid ${u.pid} (${u.command}): ${u.uses}`)
   if (users.length > 10) shown.push(`  ... and ${users.length - 10} more`)
-  return `${dir} is in use by ${users.length} process${users.length === 1 ? '' : 'es'}, so it stays mounted:\n${shown.join('\n')}\n` +
+  return shown.join('\n')
+}
+
+/** What `unmount --lazy` says after detaching while `users` were inside: who they are and what they now get. */
+export function leftInsideMessage (dir: string, users: MountUser[]): string {
+  return `detached ${dir} while ${users.length} process${users.length === 1 ? '' : 'es'} still used it; ${users.length === 1 ? 'it gets' : 'they get'} "Transport endpoint is not connected" there from now on (cd out, or restart ${users.length === 1 ? 'it' : 'them'}):\n${userLines(users)}`
+}
+
+/** The refusal message: one line per process (at most 10), then what to do. */
+export function busyMessage (dir: string, users: MountUser[]): string {
+  return `${dir} is in use by ${users.length} process${users.length === 1 ? '' : 'es'}, so it stays mounted:\n${userLines(users)}\n` +
     'stop them or cd out of it, then unmount again; or rewindfs unmount --lazy detaches now (those processes then get "Transport endpoint is not connected")'
 }

@@ -2,7 +2,10 @@
  * Ordinary slips get a clear refusal that loses nothing (issue 11, found in
  * a trial): `mount ''` (an unset shell variable), a checkpoint id with
  * blanks (`restore ' 2'`), and an export into a path whose parents do not
- * exist (a typo must not create a tree of directories somewhere).
+ * exist (a typo must not create a tree of directories somewhere). A
+ * newcomer's `unmount DIR` works as `mount DIR` does (and status, gc,
+ * verify: every command whose only operand is the workspace), and `log`
+ * of a path that never existed says so and fails.
  */
 import t from 'tap'
 import fs from 'node:fs'
@@ -43,4 +46,41 @@ t.test('an id with blanks, an export whose parent is missing', async t => {
   t.equal(ok.code, 0, `a new directory in an existing one is made (${ok.stderr})`)
   t.match(ok.stdout, new RegExp(`exported checkpoint #${cp.id} to`))
   t.equal(fs.readFileSync(path.join(m.root, 'x', 'a'), 'utf8'), 'b\n')
+})
+
+t.test('the workspace as an operand, as mount DIR; log of a path that never existed', async t => {
+  const m = await mountWorkspace(t, dir => fs.writeFileSync(path.join(dir, 'a'), 'a\n'))
+  const env = { REWINDFS_HOME: m.home, REWINDFS_RUNTIME_DIR: m.runtime }
+  const st = await cli(['status', m.dir], env)
+  t.equal(st.code, 0, `status DIR (${st.stderr})`)
+  t.match(st.stdout, new RegExp(`^workspace  ${m.dir}$`, 'm'), 'acts on DIR')
+  const gc = await cli(['gc', m.dir, '--dry-run'], env)
+  t.equal(gc.code, 0, `gc DIR (${gc.stderr})`)
+  const two = await cli(['unmount', m.dir, '-w', m.root], env)
+  t.equal(two.code, 1, 'DIR and a different -w are refused')
+  t.match(two.stderr, /two workspaces given/, two.stderr)
+  const blank = await cli(['unmount', ''], env)
+  t.equal(blank.code, 1, 'an empty DIR is refused')
+  t.match(blank.stderr, /empty name \(an unset shell variable\?\)/, blank.stderr)
+
+  const nope = await m.cli(['log', 'nope'])
+  t.equal(nope.code, 1, 'log of a path that never existed fails')
+  t.match(nope.stderr, /^rewindfs: \/nope: no such path in any checkpoint of the current lineage nor in the workspace now/, nope.stderr)
+  t.equal(nope.stdout, '', 'and prints no history')
+  const a = await m.cli(['log', 'a'])
+  t.equal(a.code, 0, 'a path of the checkpoints is no error')
+  t.match(a.stdout, / A /, 'it shows where it was added')
+  fs.writeFileSync(path.join(m.dir, 'new'), 'n')
+  const fresh = await m.cli(['log', 'new'])
+  t.equal(fresh.code, 0, `nor one made since the last checkpoint (${fresh.stderr})`)
+  t.match(fresh.stdout, /^\/new: no change at any checkpoint/)
+
+  await m.client.close()
+  const u = await cli(['unmount', m.dir], env)
+  t.equal(u.code, 0, `unmount DIR (${u.stderr})`)
+  t.match(u.stdout, `unmounted ${m.dir}`)
+  await new Promise(resolve => m.daemon.exitCode !== null || m.daemon.signalCode !== null ? resolve(null) : m.daemon.once('exit', resolve))
+  const v = await cli(['verify', m.dir], env)
+  t.equal(v.code, 0, `verify DIR on the stopped store (${v.stderr})`)
+  t.equal(fs.readFileSync(path.join(m.dir, 'new'), 'utf8'), 'n', 'the directory holds the final state')
 })

@@ -3,7 +3,8 @@
  * by default, as umount(8) does, naming each process (pid, command, what it
  * holds: working directory or open file), found through /proc's links; a
  * process whose working directory is the directory underneath the mount
- * (it was there before the mount) does not count; `--lazy` detaches anyway.
+ * (it was there before the mount) does not count; `--lazy` detaches anyway
+ * and names the processes it left inside.
  * A CLI command whose own working directory is a dead mount works from /
  * instead of crashing in uv_cwd.
  */
@@ -52,6 +53,8 @@ t.test('refused while processes are inside; --lazy detaches; a dead cwd does not
   await new Promise(resolve => setTimeout(resolve, 500))
   const l = await m.cli(['unmount', '--lazy'])
   t.equal(l.code, 0, `--lazy unmounts (${l.stderr})`)
+  t.match(l.stderr, new RegExp(`warning: detached ${m.dir} while \\d+ process(es)? still used it`), 'it says processes were left inside')
+  t.match(l.stderr, new RegExp(`pid ${sleeper.pid} \\(sleep\\): working directory ${m.dir}/sub`), 'naming each, with its command and what it held')
   t.notOk(isMounted(m.dir), 'nothing is mounted')
   const v = await late
   t.notMatch(v.out, /uv_cwd/, 'the CLI in a dead directory does not crash')

@@ -38,7 +38,12 @@ async function logPath (p: string, o: { workspace?: string, store?: string, limi
   const { daemon } = storeOf(o)
   if (!daemon) throw new CliError('rewindfs log PATH needs the workspace mounted (it asks the daemon); rewindfs log without PATH works on a stopped workspace')
   const path = toWorkspacePath(daemon, p)
-  const h = await withClient({ workspace: daemon }, async c => await c.history({ path, all: o.all === true ? true : undefined, limit: o.limit }))
+  const [h, known] = await withClient({ workspace: daemon }, async c => {
+    const h = await c.history({ path, all: o.all === true ? true : undefined, limit: o.limit })
+    // no entry at all: the path is in no checkpoint examined (each shows as added at the first that has it); is it in the workspace now?
+    return [h, h.length > 0 || await c.stat({ path }) !== null] as const
+  })
+  if (!known) throw new CliError(`/${path}: no such path in any checkpoint ${o.all === true ? 'of any branch' : 'of the current lineage'} nor in the workspace now (check its spelling${o.all === true ? '' : '; --all looks at every branch'})`)
   if (o.json) { console.log(JSON.stringify(h)); return }
   if (h.length === 0) { console.log(`/${path}: no change at any checkpoint${o.all === true ? '' : ' on the current lineage (--all looks at every branch)'}`); return }
   const width = Math.max(...h.map(e => String(e.checkpoint).length))

@@ -6,7 +6,7 @@
 import type { Command } from 'commander'
 import { RewindClient } from '../../client/client.js'
 import { SERVER_NAME } from '../../daemon/server.js'
-import { route, workspaceOption } from '../locate.js'
+import { route, workspaceOption, workspaceArgument, workspaceFrom } from '../locate.js'
 
 /** The default rewind memory run of a workspace: "mcp " and its path ('!' and control characters replaced; at most 200 characters, the proto's bound). */
 export function defaultMcpRun (workspace: string): string {
@@ -16,11 +16,13 @@ export function defaultMcpRun (workspace: string): string {
 /** Adds `mcp` to the CLI. */
 export function registerMcp (p: Command): void {
   p.command('mcp')
+    .addArgument(workspaceArgument())
     .addOption(workspaceOption())
     .option('--run <name>', 'rewind memory run used by backtrack_commit and memory (default: "mcp " and the workspace path, so memory lasts across sessions)')
     .description('Serve the workspace\'s checkpoint and rewind tools to an agent over MCP (stdio): checkpoint, backtrack_candidates, list_checkpoints, diff, show_file, restore, backtrack_commit, memory, status.')
     .addHelpText('after', '\nThe harness starts it; for example:\n  claude mcp add rewindfs -- rewindfs mcp -w ~/project\n(README "Agent harnesses" has the lines for Codex and Cursor.)')
-    .action(async (o: { workspace?: string, run?: string }) => {
+    .action(async (dir: string | undefined, opts: { workspace?: string, run?: string }) => {
+      const o = workspaceFrom(dir, opts)
       console.log = console.error // stdout belongs to MCP
       // loaded here, not at the top: every other command would pay for the SDK and zod at start-up
       const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js')

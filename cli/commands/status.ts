@@ -1,15 +1,16 @@
 /** The `status` command: workspace, branch, head checkpoint, unsaved bytes. */
-import { withClient, workspaceOption } from '../locate.js'
+import { withClient, workspaceOption, workspaceArgument, workspaceFrom } from '../locate.js'
 import { RECORDED_NOTE } from '../output.js'
 import type { Command } from 'commander'
 
 /** Adds `status` to the program `p`. */
 export function registerStatus (p: Command): void {
-  p.command('status').addOption(workspaceOption())
+  p.command('status').addArgument(workspaceArgument()).addOption(workspaceOption())
     .description('Show the workspace, branch, head checkpoint and unsaved bytes.')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  rewindfs status')
-    .action(async (o: { workspace?: string, json?: boolean }) => {
+    .action(async (dir: string | undefined, opts: { workspace?: string, json?: boolean }) => {
+      const o = workspaceFrom(dir, opts)
       // unsaved paths as `diff <head>` counts them, without the root line (record counts would include directories listed for the first time)
       const [s, changed, requests] = await withClient(o, async c => {
         const st = await c.status()

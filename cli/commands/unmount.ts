@@ -3,23 +3,24 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
 import { mountState, mountIdOf } from '../../daemon/mounts.js'
-import { mountUsers, busyMessage } from '../users.js'
+import { mountUsers, busyMessage, leftInsideMessage } from '../users.js'
 import { UNMOUNT_FILE, type UnmountOutcome } from '../../daemon/daemon.js'
 import { fullDiskNote } from '../../store/diskfull.js'
 import { CONNECTION_FILE } from '../../proto/messages.js'
 import { CliError } from '../errors.js'
-import { locate, withClient, alive, workspaceOption } from '../locate.js'
+import { locate, withClient, alive, workspaceOption, workspaceArgument, workspaceFrom } from '../locate.js'
 import { logTail, sizeOf } from '../daemon-start.js'
 import type { Command } from 'commander'
 
 /** Adds `unmount` to the program `p`. */
 export function registerUnmount (p: Command): void {
-  p.command('unmount').addOption(workspaceOption())
-    .description('Unmount the workspace. DIR keeps the final state (checkpointed first), or its original content with --discard.')
+  p.command('unmount').addArgument(workspaceArgument()).addOption(workspaceOption())
+    .description('Unmount the workspace DIR (default: the one containing the current directory). DIR keeps the final state (checkpointed first), or its original content with --discard.')
     .option('--discard', 'leave the directory as it was before mount; changes since the last checkpoint are dropped, every checkpoint is kept')
     .option('--lazy', 'detach even while processes use the workspace (they then get "Transport endpoint is not connected")')
-    .addHelpText('after', '\nWhile a process has its working directory or an open file in the workspace, unmount refuses and names it\n(as umount does); cd out or stop it, or detach anyway with --lazy.\n\nExample:\n  rewindfs unmount -w ~/project')
-    .action(async (o: { workspace?: string, discard?: boolean, lazy?: boolean }) => {
+    .addHelpText('after', '\nWhile a process has its working directory or an open file in the workspace, unmount refuses and names it\n(as umount does); cd out or stop it, or detach anyway with --lazy.\n\nExample:\n  rewindfs unmount ~/project')
+    .action(async (dir: string | undefined, opts: { workspace?: string, discard?: boolean, lazy?: boolean }) => {
+      const o = workspaceFrom(dir, opts)
       const { workspace, store } = locate(o)
       let info: { pid: number }
       try { info = JSON.parse(fs.readFileSync(path.join(store, CONNECTION_FILE), 'utf8')) } catch {
@@ -30,12 +31,11 @@ export function registerUnmount (p: Command): void {
         }
         throw new CliError(`${workspace} is not mounted`)
       }
-      // as umount(8): refuse while processes use it (found through /proc's links, never by stat'ing inside)
-      if (o.lazy !== true) {
-        const users = mountUsers(workspace, mountIdOf(workspace), [process.pid, info.pid])
-        for (const u of users) if (u.pid === process.ppid) u.command += ', the shell this command runs from'
-        if (users.length > 0) throw new CliError(busyMessage(workspace, users))
-      }
+      // as umount(8): refuse while processes use it (found through /proc's links, never by stat'ing inside);
+      // with --lazy, name them once detached
+      const users = mountUsers(workspace, mountIdOf(workspace), [process.pid, info.pid])
+      for (const u of users) if (u.pid === process.ppid) u.command += ', the shell this command runs from'
+      if (o.lazy !== true && users.length > 0) throw new CliError(busyMessage(workspace, users))
       const outcomeFile = path.join(store, UNMOUNT_FILE)
       const logFile = path.join(store, 'daemon.log')
       const logStart = sizeOf(logFile)
@@ -65,6 +65,7 @@ export function registerUnmount (p: Command): void {
         throw new CliError(`unmounted ${workspace}, but writing the final state back failed for ${outcome.errors.length} paths:\n  ${outcome.errors.slice(0, 20).join('\n  ')}${outcome.errors.length > 20 ? `\n  ... and ${outcome.errors.length - 20} more` : ''}\nNothing is lost: the store keeps the final state as checkpoint #${outcome.checkpoint}, and rewindfs mount ${workspace} resumes from it.`)
       }
       for (const w of outcome?.warnings ?? []) console.error(`rewindfs: warning: ${w}`)
+      if (users.length > 0) console.error(`rewindfs: warning: ${leftInsideMessage(workspace, users)}`)
       console.log(`unmounted ${workspace}${o.discard ? ' (discarded: the directory holds its original content; changes since the last checkpoint were dropped, every checkpoint is kept)' : ''}`)
     })
 }

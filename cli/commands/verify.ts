@@ -4,18 +4,19 @@ import { envReserve } from '../parse.js'
 import { verifyStore, VerifyError, lossSummary, type VerifyReport } from '../../fs/maint/verify.js'
 import { repairStore, RepairError } from '../../fs/maint/repair.js'
 import { CliError } from '../errors.js'
-import { locate, runningDaemon, workspaceOption } from '../locate.js'
+import { locate, runningDaemon, workspaceOption, workspaceArgument, workspaceFrom } from '../locate.js'
 import type { Command } from 'commander'
 
 /** Adds `verify` to the program `p`. */
 export function registerVerify (p: Command): void {
-  p.command('verify').addOption(workspaceOption())
+  p.command('verify').addArgument(workspaceArgument()).addOption(workspaceOption())
     .description('Check the store of a stopped workspace: every checkpoint\'s records, references and blocks (re-hashed). Exit 0 when clean, 1 when problems were found.')
     .option('--store <dir>', 'verify this store directory (default: the workspace\'s)')
     .option('--repair', 'rebuild what can be rebuilt (a damaged metadata database with LevelDB\'s repair; the block index from the records in the packs), then verify again and say what could not be rebuilt')
     .option('--json', 'print the report as JSON')
     .addHelpText('after', '\nThe daemon must not be running (verify reads the store alone): unmount first.\n\nExample:\n  rewindfs unmount -w ~/project && rewindfs verify -w ~/project\n  rewindfs verify --store /var/lib/rewindfs/stores/x --repair')
-    .action(async (o: { workspace?: string, store?: string, json?: boolean, repair?: boolean }) => {
+    .action(async (dir: string | undefined, opts: { workspace?: string, store?: string, json?: boolean, repair?: boolean }) => {
+      const o = workspaceFrom(dir, opts)
       const loc = o.store !== undefined ? null : locate(o)
       const store = loc ? loc.store : path.resolve(o.store!)
       const d = runningDaemon(store)
