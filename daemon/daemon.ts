@@ -22,7 +22,7 @@ import { startServer, type RewindServer } from './server.js'
 import { startHookSocket, hookHandlers, type HookSocket } from './hook-socket.js'
 import { HOOK_SOCKET } from '../proto/hook.js'
 import { loadOrCreateToken, tokenPath, writeConnectionFile, removeConnectionFile } from './token.js'
-import { accessUser, clearStaleSocket, grantSocket, publishConnection, unpublishConnection, type Published } from './discovery.js'
+import { accessUser, clearStaleSocket, externalCommandsOf, grantSocket, publishConnection, unpublishConnection, type Published } from './discovery.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { fuseLayer, workspaceMount, checkFuseLayer } from '../fuse/layer.js'
 import { xattrIo } from '../fuse/xattr.js'
@@ -281,7 +281,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     // discovery's files first: the CLI's mount returns once daemon.json exists, and clients may look them up at once
     try {
       // with the hook socket R/<key>.hook for the user who mounted (the store's own is root's under sudo)
-      published = await publishConnection({ info, store: o.store, token, access, hook: async file => await startHookSocket(file, token, hookH, access) })
+      published = await publishConnection({ info, store: o.store, token, access, hook: async file => await startHookSocket(file, token, hookH, access), externalCommands: externalCommandsOf(o.store) })
     } catch (e) {
       log(`rewindfs: warning: clients cannot find this daemon from the workspace path (${(e as Error).message}); they can still connect with the store directory ${o.store}`)
     }

@@ -1,11 +1,13 @@
 /**
  * The daemon's half of discovery (PROTOCOL.md §1 "Finding the daemon",
  * client/discover.ts): it publishes `R/<key>.json` (the connection file with
- * the store and the token file's path) and `R/<key>.token` (a copy of the
- * token) in its runtime directory R, and gives them, and the unix socket
- * when there is one, to the user who mounted: the daemon's own user, or,
- * for a daemon running as root under sudo, SUDO_UID/SUDO_GID. Both files are
- * mode 0600: nobody else can read them (root aside).
+ * the store and the token file's path), `R/<key>.token` (a copy of the
+ * token) and `R/<key>.offline` (the offline record, left when it stops: the
+ * hook's way to know the workspace while the daemon is down) in its runtime
+ * directory R, and gives them, and the unix socket when there is one, to
+ * the user who mounted: the daemon's own user, or, for a daemon running as
+ * root under sudo, SUDO_UID/SUDO_GID. The files are mode 0600: nobody else
+ * can read them (root aside).
  *
  * Runtime directory (proto/discovery.ts daemonRuntimeDir): $REWINDFS_RUNTIME_DIR
  * when set; else /run/rewindfs for root (mode 0755, so each user reaches the
@@ -16,8 +18,9 @@ import { randomBytes } from 'node:crypto'
 import { promises as fs } from 'node:fs'
 import { connect } from 'node:net'
 import * as path from 'node:path'
-import { daemonRuntimeDir as runtimeDirFor, discoveryKey, publishedNames, type PublishedConnection } from '../proto/discovery.js'
+import { daemonRuntimeDir as runtimeDirFor, discoveryKey, publishedNames, type OfflineRecord, type PublishedConnection } from '../proto/discovery.js'
 import type { ConnectionInfo } from '../proto/messages.js'
+import { loadExternalPatterns } from '../effects/patterns.js'
 
 /** A user who gets access to the connection file, token copy and socket. */
 export interface AccessUser { uid: number, gid: number }
@@ -68,6 +71,8 @@ async function writePrivate (file: string, text: string, access: AccessUser | nu
 
 /**
  * Publish where the daemon of `info.workspace` listens, for discovery:
+ * `R/<key>.offline` (the offline record: the workspace, the store and
+ * `externalCommands`, the store's external-command list or null),
  * `R/<key>.token` (the token), with `hook` the hook socket `R/<key>.hook`
  * (started by `hook`, which gives it to the user who mounted; left out
  * when it cannot listen there, e.g. a path longer than a unix socket's
@@ -77,12 +82,14 @@ async function writePrivate (file: string, text: string, access: AccessUser | nu
  * (temporary file, rename), the connection file last. Throws the fs error
  * when they cannot be written.
  */
-export async function publishConnection (o: { info: ConnectionInfo, store: string, token: string, access: AccessUser | null, dir?: string, hook?: HookListener }): Promise<Published> {
+export async function publishConnection (o: { info: ConnectionInfo, store: string, token: string, access: AccessUser | null, dir?: string, hook?: HookListener, externalCommands?: OfflineRecord['externalCommands'] }): Promise<Published> {
   const dir = o.dir ?? daemonRuntimeDir()
   await ensureDir(dir, process.getuid?.() ?? 0)
   const names = publishedNames(await discoveryKey(o.info.workspace))
   const token = path.join(dir, names.token)
   const json = path.join(dir, names.json)
+  const offline: OfflineRecord = { workspace: o.info.workspace, store: o.store, externalCommands: o.externalCommands ?? null }
+  await writePrivate(path.join(dir, names.offline), JSON.stringify(offline) + '\n', o.access)
   await writePrivate(token, o.token + '\n', o.access)
   let hook: Published['hook'] = null
   if (o.hook !== undefined) { try { hook = await o.hook(path.join(dir, names.hook)) } catch { hook = null } }
@@ -91,7 +98,20 @@ export async function publishConnection (o: { info: ConnectionInfo, store: strin
   return { json, token, pid: o.info.pid, hook }
 }
 
-/** Stop the published hook socket, and remove what publishConnection wrote if the connection file still names this daemon. */
+/**
+ * The external-command list of `store` (effects/patterns.ts: its config
+ * file, else the defaults) in the file's form, for the offline record;
+ * null when the file cannot be read or is malformed.
+ */
+export function externalCommandsOf (store: string): OfflineRecord['externalCommands'] {
+  try { return { version: 1, patterns: loadExternalPatterns(store) } } catch { return null }
+}
+
+/**
+ * Stop the published hook socket, and remove the connection file and the
+ * token copy if the connection file still names this daemon. The offline
+ * record stays (the next publish replaces it; /run is emptied at boot).
+ */
 export async function unpublishConnection (p: Published): Promise<void> {
   await p.hook?.close().catch(() => {})
   try {

@@ -10,8 +10,12 @@
  * and the hook socket R/<key>.hook, both given to the user who mounted, also
  * through sudo), else through the registry of the rewindfs home that mounted
  * it (<home>/mounts/NAME.json, daemon/paths.ts; then <store>/token and
- * <store>/hook.sock), and asks the daemon, over the hook socket (section 7),
- * to mark a checkpoint before the tool call:
+ * <store>/hook.sock), and asks the daemon, over the hook socket (section
+ * 7), to mark a checkpoint before the tool call. A workspace found only
+ * through the offline record R/<key>.offline, which its daemon leaves when
+ * it stops, has no daemon to ask (the user who mounted through sudo has no
+ * registry entry for it). The cwd is taken by its real path (a symbolic
+ * link in a workspace to a directory outside it is outside):
  *
  *   -> "mark TOKEN HARNESS PAYLOAD\n"      (PAYLOAD: the JSON, newlines made spaces)
  *   <- "ok ID\n" | "error CODE MESSAGE\n"
@@ -281,75 +285,42 @@ static int trusted_dir(const char *dir, uid_t uid) {
 }
 
 /*
- * The daemon serving the workspace that contains `cwd`, by the discovery
- * rule: *wsp, *store, *token (the token file), *hook (the hook socket; the
- * store's when the connection file names none). 1 found, 0 none. A
- * connection file that is refused (not a regular file, someone else's) or
- * cannot be read is said on stderr and passed over.
+ * The first R/<key(A)><ext>, for A = `a` (absolute, plain) and then each
+ * ancestor up to '/', and for each runtime directory R in order, that is a
+ * regular file owned by this user or root (or in a directory owned by this
+ * user or root that nobody else may write to), can be read, and names A as
+ * its "workspace" and a "store": its text (malloc'ed, NUL-terminated, length
+ * in *len), *wsp = A, *store and, when `path` is not NULL, *path the file's
+ * path (all malloc'ed). NULL when there is none. With `loud`, a file passed
+ * over is said on stderr.
  */
-static int discover_from(char *a, char **wsp, char **store, char **token, char **hook);
-
-/* True for an absolute path without "." or ".." components. */
-static int plain_path(const char *p) {
-  if (p[0] != '/') return 0;
-  for (const char *c = p; (c = strstr(c, "/.")) != NULL; c++) {
-    const char *e = c[2] == '.' ? c + 3 : c + 2;
-    if (*e == '/' || *e == 0) return 0;
-  }
-  return 1;
-}
-
-/*
- * The path as written first when it is absolute and plain (the payload's
- * cwd, from the harnesses, is already real: this sends no request to the
- * mount, so no FUSE round trip to the daemon), then its real path (the
- * rule's A = realpath(P)) when that differs and the first found nothing.
- * A symbolic link inside a workspace to a directory outside it is thus taken
- * as inside: the checkpoint is marked, which is harmless.
- */
-static int discover(const char *cwd, char **wsp, char **store, char **token, char **hook) {
-  if (plain_path(cwd)) {
-    char *a = strdup(cwd);
-    if (a && discover_from(a, wsp, store, token, hook)) return 1;
-  }
-  char *r = realpath(cwd, NULL);
-  if (!r) return plain_path(cwd) ? 0 : discover_from(strdup(cwd), wsp, store, token, hook); /* does not resolve: as written */
-  if (strcmp(r, cwd) == 0) { free(r); return 0; }
-  return discover_from(r, wsp, store, token, hook);
-}
-
-/* discover() from the absolute path `a` (malloc'ed; freed here). */
-static int discover_from(char *a, char **wsp, char **store, char **token, char **hook) {
-  char *dirs[5];
-  if (!a) return 0;
+static char *runtime_file(const char *a0, const char *ext, int loud, char **wsp, char **store, char **path, size_t *len) {
+  char *dirs[5], *a = strdup(a0), *found = NULL;
+  if (!a) return NULL;
   size_t al = strlen(a);
   while (al > 1 && a[al - 1] == '/') a[--al] = 0;
   runtime_dirs(dirs);
   uid_t me = getuid();
-  int found = 0;
   for (;;) {
     char key[33];
     discovery_key(a, key);
     for (int i = 0; dirs[i] && !found; i++) {
       char *f;
       struct stat st;
-      if (asprintf(&f, "%s/%s.json", dirs[i], key) < 0) continue;
+      if (asprintf(&f, "%s/%s%s", dirs[i], key, ext) < 0) continue;
       if (lstat(f, &st) != 0) { free(f); continue; }
-      size_t len;
       char *text = NULL;
-      if (!S_ISREG(st.st_mode)) fprintf(stderr, "rewindfs: the connection file %s of %s is not a regular file; passing it over (remove it)\n", f, a);
-      else if (st.st_uid != me && st.st_uid != 0 && !trusted_dir(dirs[i], me)) fprintf(stderr, "rewindfs: the connection file %s of %s belongs to uid %u, neither this user nor root; passing it over\n", f, a, (unsigned)st.st_uid);
-      else if (!(text = read_file(f, &len))) fprintf(stderr, "rewindfs: cannot read the connection file %s of %s (%s): only the user who mounted it may; no checkpoint from this hook\n", f, a, strerror(errno));
-      free(f);
-      if (!text) continue;
-      char *w = member_str(text, text + len, "workspace"), *s = member_str(text, text + len, "store");
-      char *tk = member_str(text, text + len, "token"), *h = member_str(text, text + len, "hook");
-      free(text);
-      if (w && s && tk && strcmp(w, a) == 0) {
-        if (!h && asprintf(&h, "%s/hook.sock", s) < 0) h = NULL;
-        if (h) { *wsp = w; *store = s; *token = tk; *hook = h; found = 1; continue; }
+      if (!S_ISREG(st.st_mode)) { if (loud) fprintf(stderr, "rewindfs: the connection file %s of %s is not a regular file; passing it over (remove it)\n", f, a); }
+      else if (st.st_uid != me && st.st_uid != 0 && !trusted_dir(dirs[i], me)) { if (loud) fprintf(stderr, "rewindfs: the connection file %s of %s belongs to uid %u, neither this user nor root; passing it over\n", f, a, (unsigned)st.st_uid); }
+      else if (!(text = read_file(f, len)) && loud) fprintf(stderr, "rewindfs: cannot read the connection file %s of %s (%s): only the user who mounted it may; no checkpoint from this hook\n", f, a, strerror(errno));
+      if (!text) { free(f); continue; }
+      char *w = member_str(text, text + *len, "workspace"), *s = member_str(text, text + *len, "store");
+      if (w && s && strcmp(w, a) == 0) {
+        *wsp = w; *store = s; found = text;
+        if (path) *path = f; else free(f);
+        continue;
       }
-      free(w); free(s); free(tk); free(h);
+      free(f); free(w); free(s); free(text);
     }
     if (found || strcmp(a, "/") == 0) break;
     char *sl = strrchr(a, '/');
@@ -358,6 +329,56 @@ static int discover_from(char *a, char **wsp, char **store, char **token, char *
   for (int i = 0; dirs[i]; i++) free(dirs[i]);
   free(a);
   return found;
+}
+
+/*
+ * The daemon serving the workspace that contains `where` (absolute), by the
+ * discovery rule: its connection file R/<key>.json gives *wsp, *store,
+ * *token (the token file) and *hook (the hook socket; the store's when the
+ * connection file names none). 1 found, 0 none. A connection file that is
+ * refused (not a regular file, someone else's) or cannot be read is said on
+ * stderr and passed over.
+ */
+static int discover(const char *where, char **wsp, char **store, char **token, char **hook) {
+  size_t len;
+  char *text = runtime_file(where, ".json", 1, wsp, store, NULL, &len);
+  if (!text) return 0;
+  char *tk = member_str(text, text + len, "token"), *h = member_str(text, text + len, "hook");
+  free(text);
+  if (!h && asprintf(&h, "%s/hook.sock", *store) < 0) h = NULL;
+  if (tk && h) { *token = tk; *hook = h; return 1; }
+  free(tk); free(h); free(*wsp); free(*store);
+  *wsp = *store = NULL;
+  return 0;
+}
+
+/*
+ * The offline record R/<key>.offline (proto/discovery.ts OfflineRecord) of
+ * the workspace that contains `where`: written by its daemon with the
+ * connection file and left when it stops, so a workspace whose daemon is
+ * down is told from any directory even by a user whose rewindfs home does
+ * not know it (one who mounted through sudo). *wsp, *store, *file (the
+ * record's path, for the external-command check). 1 found, 0 none.
+ */
+static int find_offline(const char *where, char **wsp, char **store, char **file) {
+  size_t len;
+  char *text = runtime_file(where, ".offline", 0, wsp, store, file, &len);
+  free(text);
+  return text != NULL;
+}
+
+/*
+ * Where the hook looks for the workspace of `cwd`: its real path (the rule's
+ * A = realpath(P)), so that a symbolic link inside a workspace to a
+ * directory outside it is outside; `cwd` as written when it does not resolve
+ * (a dead mount: ENOTCONN) and is absolute; NULL otherwise. Resolving a cwd
+ * inside the mount asks the daemon (FUSE lookups of each component, most
+ * answered from the kernel's cache).
+ */
+static char *where_of(const char *cwd) {
+  char *r = realpath(cwd, NULL);
+  if (r) return r;
+  return cwd[0] == '/' ? strdup(cwd) : NULL;
 }
 
 /* ---- the daemon ---- */
@@ -418,15 +439,16 @@ static char *ask_mark(const char *tokenf, const char *sock, const char *harness,
   return reply;
 }
 
-/* Runs NODE SCRIPT --store STORE --workspace WS --why WHY with the payload on stdin; its exit status, or -1. */
-static int run_fallback(const char *node, const char *script, const char *store, const char *wsp, const char *why, const char *payload, size_t plen) {
+/* Runs NODE SCRIPT --store STORE --workspace WS --why WHY [--offline FILE] with the payload on stdin; its exit status, or -1. */
+static int run_fallback(const char *node, const char *script, const char *store, const char *wsp, const char *why, const char *offline, const char *payload, size_t plen) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return -1;
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     dup2(p[0], 0);
-    execl(node, node, script, "--store", store, "--workspace", wsp, "--why", why, (char *)NULL);
+    if (offline) execl(node, node, script, "--store", store, "--workspace", wsp, "--why", why, "--offline", offline, (char *)NULL);
+    else execl(node, node, script, "--store", store, "--workspace", wsp, "--why", why, (char *)NULL);
     _exit(127);
   }
   close(p[0]);
@@ -463,21 +485,32 @@ int main(int argc, char **argv) {
   const char *ts, *te, *cs, *ce;
   int has_command = member(payload, pe, "tool_input", &ts, &te) && member(ts, te, "command", &cs, &ce);
 
-  char *wsp = NULL, *store = NULL, *tokenf = NULL, *sock = NULL;
-  if (!discover(cwd, &wsp, &store, &tokenf, &sock)) {
+  char *where = where_of(cwd);
+  if (!where) return 0;
+  char *wsp = NULL, *store = NULL, *tokenf = NULL, *sock = NULL, *offline = NULL;
+  int down = 0;
+  if (!discover(where, &wsp, &store, &tokenf, &sock)) {
     /* no daemon published for it: a workspace this home registered (its daemon is down, or an older one) */
     char *home = home_dir(home_arg);
-    if (!home || !find_workspace(home, cwd, &wsp, &store)) return 0; /* not a rewindfs workspace */
-    if (asprintf(&tokenf, "%s/token", store) < 0 || asprintf(&sock, "%s/hook.sock", store) < 0) return 0;
+    if (home && find_workspace(home, where, &wsp, &store)) {
+      if (asprintf(&tokenf, "%s/token", store) < 0 || asprintf(&sock, "%s/hook.sock", store) < 0) return 0;
+    } else if (find_offline(where, &wsp, &store, &offline)) {
+      down = 1; /* a workspace whose daemon stopped: nothing to ask */
+    } else {
+      return 0; /* not a rewindfs workspace */
+    }
   }
 
-  const char *why = NULL;
-  char *copy = malloc(plen + 1);
-  if (!copy) return 0;
-  memcpy(copy, payload, plen + 1);
-  char *reply = ask_mark(tokenf, sock, harness, copy, plen, &why);
-  free(copy);
-  if (reply && strncmp(reply, "ok ", 3) == 0) return 0;
+  const char *why = "the daemon is not running";
+  char *reply = NULL;
+  if (!down) {
+    char *copy = malloc(plen + 1);
+    if (!copy) return 0;
+    memcpy(copy, payload, plen + 1);
+    reply = ask_mark(tokenf, sock, harness, copy, plen, &why);
+    free(copy);
+    if (reply && strncmp(reply, "ok ", 3) == 0) return 0;
+  }
   char *err = NULL;
   if (reply) {
     if (asprintf(&err, "the daemon could not mark a checkpoint (%s)", strncmp(reply, "error ", 6) == 0 ? reply + 6 : reply) < 0) err = NULL;
@@ -491,7 +524,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "rewindfs: %s: %s, and this hook has no way to check the command against the external-command list: refusing it (run: rewindfs mount %s, or reinstall the hook with rewindfs hooks install)\n", wsp, why, wsp);
     return 2;
   }
-  int rc = run_fallback(node, script, store, wsp, why, payload, plen);
+  if (!offline) { /* the store may be another user's (a mount through sudo): the record's copy of its list */
+    char *ow = NULL, *os = NULL;
+    if (find_offline(where, &ow, &os, &offline) && strcmp(ow, wsp) != 0) { free(offline); offline = NULL; }
+  }
+  int rc = run_fallback(node, script, store, wsp, why, offline, payload, plen);
   if (rc < 0) {
     fprintf(stderr, "rewindfs: %s: %s, and the external-command check (%s %s) could not run: refusing the command (run: rewindfs mount %s)\n", wsp, why, node, script, wsp);
     return 2;

@@ -14,6 +14,8 @@
  *   R/<key>.json  the connection file: ConnectionInfo + {store, token, hook?}
  *   R/<key>.token a copy of the token (64 hex digits and a newline)
  *   R/<key>.hook  the daemon's hook socket for this workspace (PROTOCOL.md §7)
+ *   R/<key>.offline  the offline record: what the hook needs while the daemon
+ *                 is down (OfflineRecord); left when the daemon stops
  *
  * No Node-only types: sha256 is WebCrypto's (globalThis.crypto.subtle).
  */
@@ -32,6 +34,22 @@ export interface PublishedConnection extends ConnectionInfo {
   token: string
   /** absolute path of the hook socket `R/<key>.hook` (PROTOCOL.md §7), given to the same user; absent when the daemon has none there */
   hook?: string
+}
+
+/**
+ * The offline record `R/<key>.offline`: written with the connection file and
+ * left when the daemon stops, so that the harness hook of the user who
+ * mounted (through sudo, whose own registry does not know the workspace)
+ * can tell the workspace from any directory while its daemon is down, and
+ * refuse the commands of the external-command list (PROTOCOL.md §1).
+ */
+export interface OfflineRecord {
+  /** absolute path of the workspace */
+  workspace: string
+  /** absolute path of its store directory */
+  store: string
+  /** the store's external-command list when the daemon started, in the file's form (effects/patterns.ts); null when it could not be read (the hook then refuses every command) */
+  externalCommands: { version: 1; patterns: unknown[] } | null
 }
 
 /** True when `x` has the shape of a published connection file. */
@@ -88,9 +106,9 @@ export async function discoveryKey (workspace: string): Promise<string> {
   return hex
 }
 
-/** Names of the connection file, the token copy and the hook socket for key `key`. */
-export function publishedNames (key: string): { json: string; token: string; hook: string } {
-  return { json: `${key}.json`, token: `${key}.token`, hook: `${key}.hook` }
+/** Names of the connection file, the token copy, the hook socket and the offline record for key `key`. */
+export function publishedNames (key: string): { json: string; token: string; hook: string; offline: string } {
+  return { json: `${key}.json`, token: `${key}.token`, hook: `${key}.hook`, offline: `${key}.offline` }
 }
 
 /** `p` and its ancestors up to '/', `p` first (textual: nothing is stat'ed). `p` is absolute. */

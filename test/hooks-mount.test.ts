@@ -14,7 +14,11 @@
  *    never does);
  *  - with the daemon down: an ordinary call runs (exit 0, a note on
  *    stderr), `git push` is refused (exit 2, the reason on stderr); a cwd in
- *    no workspace is let through silently.
+ *    no workspace is let through silently; so for a hook whose rewindfs
+ *    home does not know the workspace (the user who mounted through sudo),
+ *    through the offline record the daemon left in its runtime directory;
+ *  - a cwd through a symbolic link in the workspace to a directory outside
+ *    it is outside (nothing is marked).
  */
 import t from 'tap'
 import fs from 'node:fs'
@@ -23,6 +27,7 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { mountWorkspace, CLI, type Mounted } from './helpers/mount.js'
 import { hookCommand, HOOK_BINARY, FALLBACK_SCRIPT } from '../hooks/settings.js'
+import { discoveryKey } from '../client/discover.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const FIXTURES = path.resolve(here, '../../test/fixtures')
@@ -147,6 +152,15 @@ t.test('hooks install/uninstall through the CLI; the daemon down', async t => {
   t.equal(up.code, 0, `daemon up: a git push runs, after its checkpoint ${up.stderr}`)
   t.equal((await m.client.log({ limit: 1 }))[0].label, 'Bash')
 
+  // a cwd through a symbolic link in the workspace to a directory outside it is outside: nothing marked
+  fs.mkdirSync(path.join(m.root, 'outside'))
+  fs.symlinkSync(path.join(m.root, 'outside'), path.join(m.dir, 'out'))
+  const count = (await m.client.status()).checkpoints
+  const viaLink = hook(m, JSON.stringify({ cwd: path.join(m.dir, 'out'), tool_name: 'Bash', tool_input: { command: 'ls' }, tool_use_id: 'l' }))
+  t.equal(viaLink.code, 0, 'a cwd through a link to outside the workspace runs')
+  t.equal(viaLink.stderr, '', 'silently')
+  t.equal((await m.client.status()).checkpoints, count, 'and nothing is marked: it is not in the workspace')
+
   await m.unmount()
   const push = hook(m, codex, 'codex')
   t.equal(push.code, 2, 'daemon down: git push is refused')
@@ -161,4 +175,23 @@ t.test('hooks install/uninstall through the CLI; the daemon down', async t => {
   const elsewhere = hook(m, JSON.stringify({ cwd: '/tmp', tool_name: 'Bash', tool_input: { command: 'git push' }, tool_use_id: 'z' }))
   t.equal(elsewhere.code, 0, 'a cwd in no workspace is not ours')
   t.equal(elsewhere.stderr, '', 'silently')
+
+  // the user who mounted through sudo: its own rewindfs home knows no workspace; the daemon's
+  // runtime directory keeps the offline record the daemon left when it stopped
+  t.ok(fs.existsSync(path.join(m.runtime, `${await discoveryKey(m.dir)}.offline`)), 'the stopped daemon left its offline record')
+  t.notOk(fs.existsSync(path.join(m.runtime, `${await discoveryKey(m.dir)}.json`)), 'and no connection file')
+  const sudoHook = (input: string): { code: number | null, stderr: string } => {
+    const cmd = hookCommand({ harness: 'codex', hookBinary: HOOK_BINARY, home: path.join(m.root, 'home-that-knows-nothing'), node: process.execPath, fallbackScript: FALLBACK_SCRIPT })
+    const r = spawnSync('sh', ['-c', cmd], { input, encoding: 'utf8', cwd: '/', env: { ...process.env, REWINDFS_RUNTIME_DIR: m.runtime } })
+    return { code: r.status, stderr: r.stderr }
+  }
+  const sudoPush = sudoHook(codex)
+  t.equal(sudoPush.code, 2, `a hook whose home does not know the workspace refuses git push too (${sudoPush.stderr.trim()})`)
+  t.match(sudoPush.stderr, /refused: this command matches the external-effect pattern "git push"/)
+  const sudoLs = sudoHook(JSON.stringify({ cwd: path.join(m.dir, 'sub'), tool_name: 'Bash', tool_input: { command: 'ls' }, tool_use_id: 'x2' }))
+  t.equal(sudoLs.code, 0, 'and lets an ordinary command run')
+  t.match(sudoLs.stderr, /the daemon is not running, so this command runs without a checkpoint/)
+  const sudoElsewhere = sudoHook(JSON.stringify({ cwd: m.root, tool_name: 'Bash', tool_input: { command: 'git push' }, tool_use_id: 'z2' }))
+  t.equal(sudoElsewhere.code, 0, 'a cwd outside the workspace is still not ours')
+  t.equal(sudoElsewhere.stderr, '', 'silently')
 })

@@ -185,6 +185,18 @@ t.test('daemon down: the external-command list decides', async t => {
   const broken = offlineDecision({ tool_name: 'Bash', tool_input: { command: 'ls' } }, root, '/w', 'down')
   t.equal(broken.code, 2, 'a broken list refuses every command (fail closed)')
   t.match(broken.message, /cannot be read .*not a valid regular expression/)
+
+  // a store this user cannot read (root's, for a mount through sudo; here a file where the directory should be): the offline record's copy
+  const unreadable = path.join(root, 'token-not-a-store')
+  fs.writeFileSync(unreadable, '')
+  const record = path.join(root, 'k.offline')
+  fs.writeFileSync(record, JSON.stringify({ workspace: '/w', store: unreadable, externalCommands: { version: 1, patterns: [{ name: 'make deploy', regex: '\\bmake\\s+deploy\\b', class: 'irreversible', description: 'deploys' }] } }))
+  const viaRecord = (command: string, rec: string | null): number => offlineDecision({ tool_name: 'Bash', tool_input: { command } }, unreadable, '/w', 'down', rec).code
+  t.equal(viaRecord('make deploy', record), 2, 'the record\'s list applies when the store cannot be read')
+  t.equal(viaRecord('ls', record), 0, 'and lets other commands run')
+  t.equal(viaRecord('ls', null), 2, 'without a record, every command is refused')
+  fs.writeFileSync(record, JSON.stringify({ workspace: '/w', store: unreadable, externalCommands: null }))
+  t.equal(viaRecord('ls', record), 2, 'and with a record that has no list')
 })
 
 t.test('the hook socket takes the token file\'s owner, group and mode', async t => {
