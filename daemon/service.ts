@@ -89,12 +89,24 @@ export class Service implements RewindApi {
    * Restore. With `paths` or `dryRun`: main's selective restore or preview
    * (no branch is abandoned, so no `recovery`). A full restore is recorded in
    * the effect ledger with the effects of the abandoned suffix
-   * (effects/recovery.ts), which `recovery` lists.
+   * (effects/recovery.ts), which `recovery` lists. A full restore of the
+   * head checkpoint with nothing unsaved and no effect begun since is a
+   * no-op: the workspace already is that checkpoint, so nothing changes,
+   * no branch starts and nothing is recorded (as a selective restore with
+   * nothing to change); the reply names the current branch, `changed` 0.
    */
   async restore (req: ApiArgs<'restore'>): Promise<RestoreInfo> {
     const g = this.d.generations
     if (req.paths !== undefined) return await g.restorePaths(this.d.workspace, req.id, req.paths.map(path => ({ path })), this.d.invalidate, { dryRun: req.dryRun === true })
     if (req.dryRun === true) return await g.restorePreview(this.d.workspace, req.id)
+    const t0 = performance.now()
+    // one at a time with marks and restores: the check is a moment at which the live state is the head
+    const same = await g.exclusive(async () => req.id === g.state.head && !g.unsaved(this.d.workspace) &&
+      (this.d.ledger?.inGenerations(new Set([g.state.generation])).length ?? 0) === 0)
+    if (same) {
+      const hasContext = (g.checkpoints.get(req.id)?.context ?? null) !== null
+      return { checkpoint: req.id, branch: g.state.branch, changed: 0, ms: performance.now() - t0, saved: null, savedAll: [], changes: [], recovery: recoveryOf(hasContext, []) }
+    }
     const fromHead = g.state.head
     const fromGeneration = g.state.generation
     const r = await g.restore(this.d.workspace, req.id, this.d.invalidate)

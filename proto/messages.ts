@@ -57,7 +57,7 @@ export interface CheckpointInfo {
 export interface RestoreInfo {
   /** the checkpoint now restored */
   checkpoint: CheckpointId
-  /** the new branch the workspace continues on */
+  /** the new branch the workspace continues on (a full restore of the head with nothing unsaved and no effect begun since does nothing: the current branch) */
   branch: string
   /** number of paths that differ between the state before the restore and the checkpoint (as diff lists them) */
   changed: Integer

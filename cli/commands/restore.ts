@@ -22,7 +22,11 @@ export function registerRestore (p: Command): void {
         wsPaths = paths.map(x => toWorkspacePath(workspace, x))
         if (wsPaths.includes('')) throw new CliError('the workspace root cannot be restored selectively: leave the paths out (rewindfs restore ID) to restore everything')
       }
-      const r = await withClient(o, async c => await c.restore({ id: cp, paths: wsPaths, dryRun: o.dryRun === true ? true : undefined }))
+      const [r, before] = await withClient(o, async c => {
+        // a full restore always starts a new branch, except of the head with nothing unsaved (nothing to do): told by the branch
+        const before = wsPaths === undefined && o.dryRun !== true ? (await c.status()).branch : null
+        return [await c.restore({ id: cp, paths: wsPaths, dryRun: o.dryRun === true ? true : undefined }), before] as const
+      })
       if (o.json) { console.log(JSON.stringify(r)); return }
       for (const e of r.changes ?? []) console.log(`${CHANGE_LETTER[e.change]} ${showPath(e.path)}`)
       if (r.dryRun === true) console.log(`dry run: ${r.changed} path${r.changed === 1 ? '' : 's'} would change; nothing was changed`)
@@ -30,7 +34,8 @@ export function registerRestore (p: Command): void {
         console.log(r.result === null || r.result === undefined
           ? `nothing to restore: ${r.paths!.join(', ')} already as at checkpoint #${r.checkpoint}`
           : `restored ${r.paths!.join(', ')} from checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}) as checkpoint #${r.result} on branch ${r.branch}${r.saved !== null ? `; the unsaved changes were first saved as checkpoint #${r.saved} (rewindfs restore ${r.saved} undoes this)` : ''}`)
-      } else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${savedNote(r)}`)
+      } else if (r.branch === before) console.log(`nothing to restore: the workspace already is checkpoint #${r.checkpoint} (the head, nothing unsaved); still on branch ${r.branch}`)
+      else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${savedNote(r)}`)
     })
 }
 
