@@ -5,7 +5,7 @@
  *   node offline-check.js --store STORE --workspace WS --why REASON [--offline FILE]
  *
  * A shell command that matches the store's external-command list
- * (hooks/external.ts) is refused: exit 2, the reason on stderr (the harness
+ * (effects/patterns.ts) is refused: exit 2, the reason on stderr (the harness
  * shows it to the model). Any other command runs: exit 0 with a note on
  * stderr. The list is the store's; when this user cannot read the store
  * (a daemon run through sudo keeps it root's), the copy in the offline

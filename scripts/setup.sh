@@ -46,7 +46,7 @@ say "building"
 # one project per folder (tsc -b): a wrong-way import or a cycle fails the build (README "Layout")
 node_modules/.bin/tsc -b
 # the harness hook client: C, because it runs before every tool call (Node's start-up alone is ~60 ms)
-if [ ! -x dist/hooks/rewindfs-hook ] || [ hooks/rewindfs-hook.c -nt dist/hooks/rewindfs-hook ]; then
+if [ ! -x dist/hooks/rewindfs-hook ] || [ hooks/rewindfs-hook.c -nt dist/hooks/rewindfs-hook ] || [ hooks/json-reader.h -nt dist/hooks/rewindfs-hook ]; then
   mkdir -p dist/hooks
   # static: no dynamic loader at each start (about a quarter of its start-up under load); dynamic where libc.a is missing
   gcc -O2 -Wall -Wextra -static -o dist/hooks/rewindfs-hook hooks/rewindfs-hook.c -lnettle 2>/dev/null \
