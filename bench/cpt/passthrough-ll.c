@@ -24,6 +24,15 @@
  * of one inode share one node; a node is freed when the kernel forgets its
  * last lookup. The design is the classic one of libfuse's own
  * example/passthrough_ll.c (written afresh here, not copied).
+ *
+ * Descriptors are bounded: a session's node_modules makes the kernel remember
+ * over 20,000 inodes, and a machine whose hard RLIMIT_NOFILE is 20,000 (no
+ * CAP_SYS_RESOURCE to raise it) then fails with EMFILE (every tsc build of the
+ * full benchmark of 2026-12-05 did). Up to FD_BUDGET nodes (the descriptor
+ * limit less 2,048 for open files and directories) keep their O_PATH
+ * descriptor; a node made past the budget keeps a file handle instead
+ * (name_to_handle_at(2)) and opens it with open_by_handle_at(2) for each
+ * request, closing it after (needs CAP_DAC_READ_SEARCH, i.e. root).
  */
 #define FUSE_USE_VERSION 34
 #define _GNU_SOURCE
@@ -52,13 +61,32 @@ struct node {
   struct node *next; /* hash chain */
   dev_t dev;
   ino_t ino;
-  int fd; /* O_PATH */
+  int fd; /* O_PATH, or -1 when the node holds `handle` instead */
+  struct file_handle *handle;
   uint64_t nlookup;
 };
 
 static struct node root;
 static struct node *table[BUCKETS];
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static long fd_budget = 16384; /* set in main from RLIMIT_NOFILE */
+static long fds_held = 0;      /* nodes holding a descriptor; under table_lock */
+static int mount_fd = -1;      /* the source opened O_RDONLY: open_by_handle_at refuses O_PATH (EBADF) */
+
+/* A descriptor of n's backing inode for one request (-1 and errno set on failure); give it back
+ * with fd_done. */
+static int node_fd (struct node *n) {
+  if (n->fd >= 0) return n->fd;
+  return open_by_handle_at(mount_fd, n->handle, O_PATH);
+}
+
+static void fd_done (struct node *n, int fd) {
+  if (n->fd < 0 && fd >= 0) close(fd);
+}
+
+/* Runs `call` (an expression using `fd`) with a descriptor of node `n`; `r` gets its value, or -1
+ * with errno when the node's handle cannot be opened. */
+#define WITH_FD(n, fd, r, call) do { int fd = node_fd(n); if (fd < 0) { r = -1; break; } r = (call); int e_ = errno; fd_done(n, fd); errno = e_; } while (0)
 
 static struct node *N (fuse_ino_t ino) {
   return ino == FUSE_ROOT_ID ? &root : (struct node *) (uintptr_t) ino;
@@ -76,7 +104,8 @@ static int do_lookup (fuse_ino_t parent, const char *name, struct fuse_entry_par
   memset(e, 0, sizeof(*e));
   e->attr_timeout = TIMEOUT;
   e->entry_timeout = TIMEOUT;
-  int fd = openat(N(parent)->fd, name, O_PATH | O_NOFOLLOW);
+  int fd;
+  WITH_FD(N(parent), pfd, fd, openat(pfd, name, O_PATH | O_NOFOLLOW));
   if (fd < 0) return errno;
   if (fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) { int err = errno; close(fd); return err; }
   pthread_mutex_lock(&table_lock);
@@ -90,6 +119,15 @@ static int do_lookup (fuse_ino_t parent, const char *name, struct fuse_entry_par
     n = calloc(1, sizeof(*n));
     if (!n) { pthread_mutex_unlock(&table_lock); close(fd); return ENOMEM; }
     n->dev = e->attr.st_dev; n->ino = e->attr.st_ino; n->fd = fd; n->nlookup = 1;
+    if (fds_held >= fd_budget) {
+      struct file_handle *h = malloc(sizeof(*h) + MAX_HANDLE_SZ);
+      int mount_id;
+      if (h) h->handle_bytes = MAX_HANDLE_SZ;
+      if (h && name_to_handle_at(fd, "", h, &mount_id, AT_EMPTY_PATH) == 0) { n->handle = h; n->fd = -1; close(fd); }
+      else { free(h); fds_held++; } /* no handle: keep the descriptor */
+    } else {
+      fds_held++;
+    }
     n->next = table[b]; table[b] = n;
   }
   pthread_mutex_unlock(&table_lock);
@@ -106,7 +144,8 @@ static void forget_one (fuse_ino_t ino, uint64_t nlookup) {
     struct node **p = &table[bucket(n->dev, n->ino)];
     while (*p && *p != n) p = &(*p)->next;
     if (*p) *p = n->next;
-    close(n->fd);
+    if (n->fd >= 0) { close(n->fd); fds_held--; }
+    free(n->handle);
     free(n);
   }
   pthread_mutex_unlock(&table_lock);
@@ -137,19 +176,23 @@ static void pt_forget_multi (fuse_req_t req, size_t count, struct fuse_forget_da
 static void pt_getattr (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   (void) fi;
   struct stat st;
-  if (fstatat(N(ino)->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) fuse_reply_err(req, errno);
+  int r;
+  WITH_FD(N(ino), fd, r, fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW));
+  if (r < 0) fuse_reply_err(req, errno);
   else fuse_reply_attr(req, &st, TIMEOUT);
 }
 
 static void pt_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *a, int set, struct fuse_file_info *fi) {
   struct node *n = N(ino);
-  char p[64]; procpath(p, n->fd);
+  int nfd = node_fd(n);
+  if (nfd < 0) { fuse_reply_err(req, errno); return; }
+  char p[64]; procpath(p, nfd);
   int r = 0;
   if (set & FUSE_SET_ATTR_MODE) r = fi ? fchmod(fi->fh, a->st_mode) : chmod(p, a->st_mode);
   if (!r && (set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
     uid_t u = (set & FUSE_SET_ATTR_UID) ? a->st_uid : (uid_t) -1;
     gid_t g = (set & FUSE_SET_ATTR_GID) ? a->st_gid : (gid_t) -1;
-    r = fchownat(n->fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+    r = fchownat(nfd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
   }
   if (!r && (set & FUSE_SET_ATTR_SIZE)) r = fi ? ftruncate(fi->fh, a->st_size) : truncate(p, a->st_size);
   if (!r && (set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
@@ -159,13 +202,16 @@ static void pt_setattr (fuse_req_t req, fuse_ino_t ino, struct stat *a, int set,
     if (set & FUSE_SET_ATTR_MTIME_NOW) tv[1].tv_nsec = UTIME_NOW; else if (set & FUSE_SET_ATTR_MTIME) tv[1] = a->st_mtim;
     r = fi ? futimens(fi->fh, tv) : utimensat(AT_FDCWD, p, tv, 0);
   }
-  if (r) { fuse_reply_err(req, errno); return; }
+  int err = errno;
+  fd_done(n, nfd);
+  if (r) { fuse_reply_err(req, err); return; }
   pt_getattr(req, ino, fi);
 }
 
 static void pt_readlink (fuse_req_t req, fuse_ino_t ino) {
   char buf[PATH_MAX + 1];
-  ssize_t len = readlinkat(N(ino)->fd, "", buf, sizeof(buf));
+  ssize_t len;
+  WITH_FD(N(ino), fd, len, readlinkat(fd, "", buf, sizeof(buf)));
   if (len < 0) { fuse_reply_err(req, errno); return; }
   if (len == sizeof(buf)) { fuse_reply_err(req, ENAMETOOLONG); return; }
   buf[len] = 0;
@@ -181,44 +227,73 @@ static void reply_made (fuse_req_t req, int r, fuse_ino_t parent, const char *na
 }
 
 static void pt_mknod (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
-  reply_made(req, mknodat(N(parent)->fd, name, mode, rdev), parent, name);
+  int r;
+  WITH_FD(N(parent), fd, r, mknodat(fd, name, mode, rdev));
+  reply_made(req, r, parent, name);
 }
 
 static void pt_mkdir (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
-  reply_made(req, mkdirat(N(parent)->fd, name, mode), parent, name);
+  int r;
+  WITH_FD(N(parent), fd, r, mkdirat(fd, name, mode));
+  reply_made(req, r, parent, name);
 }
 
 static void pt_symlink (fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
-  reply_made(req, symlinkat(link, N(parent)->fd, name), parent, name);
+  int r;
+  WITH_FD(N(parent), fd, r, symlinkat(link, fd, name));
+  reply_made(req, r, parent, name);
 }
 
 static void pt_link (fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name) {
-  char p[64]; procpath(p, N(ino)->fd);
-  reply_made(req, linkat(AT_FDCWD, p, N(parent)->fd, name, AT_SYMLINK_FOLLOW), parent, name);
+  int sfd = node_fd(N(ino));
+  if (sfd < 0) { fuse_reply_err(req, errno); return; }
+  char p[64]; procpath(p, sfd);
+  int r;
+  WITH_FD(N(parent), fd, r, linkat(AT_FDCWD, p, fd, name, AT_SYMLINK_FOLLOW));
+  int err = errno;
+  fd_done(N(ino), sfd);
+  errno = err;
+  reply_made(req, r, parent, name);
 }
 
 static void pt_unlink (fuse_req_t req, fuse_ino_t parent, const char *name) {
-  fuse_reply_err(req, unlinkat(N(parent)->fd, name, 0) ? errno : 0);
+  int r;
+  WITH_FD(N(parent), fd, r, unlinkat(fd, name, 0));
+  fuse_reply_err(req, r ? errno : 0);
 }
 
 static void pt_rmdir (fuse_req_t req, fuse_ino_t parent, const char *name) {
-  fuse_reply_err(req, unlinkat(N(parent)->fd, name, AT_REMOVEDIR) ? errno : 0);
+  int r;
+  WITH_FD(N(parent), fd, r, unlinkat(fd, name, AT_REMOVEDIR));
+  fuse_reply_err(req, r ? errno : 0);
 }
 
 static void pt_rename (fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t np, const char *nn, unsigned int flags) {
-  fuse_reply_err(req, renameat2(N(parent)->fd, name, N(np)->fd, nn, flags) ? errno : 0);
+  int from = node_fd(N(parent));
+  if (from < 0) { fuse_reply_err(req, errno); return; }
+  int r;
+  WITH_FD(N(np), to, r, renameat2(from, name, to, nn, flags));
+  int err = errno;
+  fd_done(N(parent), from);
+  fuse_reply_err(req, r ? err : 0);
 }
 
 static void pt_open (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-  char p[64]; procpath(p, N(ino)->fd);
+  int nfd = node_fd(N(ino));
+  if (nfd < 0) { fuse_reply_err(req, errno); return; }
+  char p[64]; procpath(p, nfd);
   int fd = open(p, fi->flags & ~(O_NOFOLLOW | O_DIRECT));
+  int err = errno;
+  fd_done(N(ino), nfd);
+  errno = err;
   if (fd < 0) { fuse_reply_err(req, errno); return; }
   fi->fh = fd;
   fuse_reply_open(req, fi);
 }
 
 static void pt_create (fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
-  int fd = openat(N(parent)->fd, name, (fi->flags | O_CREAT) & ~(O_NOFOLLOW | O_DIRECT), mode);
+  int fd;
+  WITH_FD(N(parent), pfd, fd, openat(pfd, name, (fi->flags | O_CREAT) & ~(O_NOFOLLOW | O_DIRECT), mode));
   if (fd < 0) { fuse_reply_err(req, errno); return; }
   struct fuse_entry_param e;
   int err = do_lookup(parent, name, &e);
@@ -267,7 +342,8 @@ struct dirp { DIR *dp; struct dirent *entry; off_t offset; };
 static void pt_opendir (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   struct dirp *d = calloc(1, sizeof(*d));
   if (!d) { fuse_reply_err(req, ENOMEM); return; }
-  int fd = openat(N(ino)->fd, ".", O_RDONLY | O_DIRECTORY);
+  int fd;
+  WITH_FD(N(ino), nfd, fd, openat(nfd, ".", O_RDONLY | O_DIRECTORY));
   if (fd < 0 || !(d->dp = fdopendir(fd))) { int err = errno; if (fd >= 0) close(fd); free(d); fuse_reply_err(req, err); return; }
   fi->fh = (uintptr_t) d;
   fuse_reply_open(req, fi);
@@ -342,14 +418,23 @@ static void pt_fsyncdir (fuse_req_t req, fuse_ino_t ino, int datasync, struct fu
 
 static void pt_statfs (fuse_req_t req, fuse_ino_t ino) {
   struct statvfs s;
-  char p[64]; procpath(p, N(ino)->fd);
-  if (statvfs(p, &s) < 0) fuse_reply_err(req, errno); else fuse_reply_statfs(req, &s);
+  int nfd = node_fd(N(ino));
+  if (nfd < 0) { fuse_reply_err(req, errno); return; }
+  char p[64]; procpath(p, nfd);
+  int r = statvfs(p, &s), err = errno;
+  fd_done(N(ino), nfd);
+  if (r < 0) fuse_reply_err(req, err); else fuse_reply_statfs(req, &s);
 }
 
 static void pt_getxattr (fuse_req_t req, fuse_ino_t ino, const char *name, size_t size) {
-  char p[64]; procpath(p, N(ino)->fd);
+  int nfd = node_fd(N(ino));
+  if (nfd < 0) { fuse_reply_err(req, errno); return; }
+  char p[64]; procpath(p, nfd);
   char *buf = size ? malloc(size) : NULL;
   ssize_t r = getxattr(p, name, buf, size);
+  int err = errno;
+  fd_done(N(ino), nfd);
+  errno = err;
   if (r < 0) fuse_reply_err(req, errno);
   else if (size == 0) fuse_reply_xattr(req, (size_t) r);
   else fuse_reply_buf(req, buf, (size_t) r);
@@ -357,9 +442,14 @@ static void pt_getxattr (fuse_req_t req, fuse_ino_t ino, const char *name, size_
 }
 
 static void pt_listxattr (fuse_req_t req, fuse_ino_t ino, size_t size) {
-  char p[64]; procpath(p, N(ino)->fd);
+  int nfd = node_fd(N(ino));
+  if (nfd < 0) { fuse_reply_err(req, errno); return; }
+  char p[64]; procpath(p, nfd);
   char *buf = size ? malloc(size) : NULL;
   ssize_t r = listxattr(p, buf, size);
+  int err = errno;
+  fd_done(N(ino), nfd);
+  errno = err;
   if (r < 0) fuse_reply_err(req, errno);
   else if (size == 0) fuse_reply_xattr(req, (size_t) r);
   else fuse_reply_buf(req, buf, (size_t) r);
@@ -367,13 +457,21 @@ static void pt_listxattr (fuse_req_t req, fuse_ino_t ino, size_t size) {
 }
 
 static void pt_setxattr (fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags) {
-  char p[64]; procpath(p, N(ino)->fd);
-  fuse_reply_err(req, setxattr(p, name, value, size, flags) ? errno : 0);
+  int nfd = node_fd(N(ino));
+  if (nfd < 0) { fuse_reply_err(req, errno); return; }
+  char p[64]; procpath(p, nfd);
+  int r = setxattr(p, name, value, size, flags), err = errno;
+  fd_done(N(ino), nfd);
+  fuse_reply_err(req, r ? err : 0);
 }
 
 static void pt_removexattr (fuse_req_t req, fuse_ino_t ino, const char *name) {
-  char p[64]; procpath(p, N(ino)->fd);
-  fuse_reply_err(req, removexattr(p, name) ? errno : 0);
+  int nfd = node_fd(N(ino));
+  if (nfd < 0) { fuse_reply_err(req, errno); return; }
+  char p[64]; procpath(p, nfd);
+  int r = removexattr(p, name), err = errno;
+  fd_done(N(ino), nfd);
+  fuse_reply_err(req, r ? err : 0);
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -420,9 +518,13 @@ int main (int argc, char **argv) {
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
     struct rlimit want = { 1048576, 1048576 };
     if (setrlimit(RLIMIT_NOFILE, &want) != 0) { nofile.rlim_cur = nofile.rlim_max; setrlimit(RLIMIT_NOFILE, &nofile); }
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) fd_budget = (long) nofile.rlim_cur - 2048;
+    if (fd_budget < 64) fd_budget = 64;
   }
   root.fd = open(argv[1], O_PATH | O_DIRECTORY);
   if (root.fd < 0) { perror(argv[1]); return 1; }
+  mount_fd = open(argv[1], O_RDONLY | O_DIRECTORY);
+  if (mount_fd < 0) { perror(argv[1]); return 1; }
   root.nlookup = 2;
   char *fargv[] = { argv[0], "-o", "default_permissions,allow_other,auto_unmount,fsname=passthrough-ll,subtype=passthrough-ll", NULL };
   struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
