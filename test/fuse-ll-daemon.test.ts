@@ -171,3 +171,51 @@ out([err(lambda: os.stat('x')), err(lambda: os.stat('d/y')), err(lambda: os.stat
   const back = await py(m.dir, "out([open('x').read(), open('d/y').read(), err(lambda: os.stat('never'))])")
   t.same(back, ['x content', 'y content', 'ENOENT'], 'the restored names are found at once (their negative entries were dropped), a still missing name stays missing')
 })
+
+t.test('file capabilities: the binding answers the kernel\'s check before each write, and stays exact (set, a write drops it, a restore brings it back)', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'old'), 'from the directory') })
+  // a VFS_CAP_REVISION_2 value granting cap_net_raw (bit 13), permitted and effective (linux/capability.h)
+  const prelude = `
+CAP = 'security.capability'
+V = struct.pack('<IIIII', 0x02000001, 1 << 13, 0, 0, 0)
+def app(p, n=1):
+    for i in range(n):
+        with open(p, 'a') as w: w.write('x')
+def cap(p):
+    try: return os.getxattr(p, CAP).hex()
+    except OSError as e: return errno.errorcode[e.errno]
+`
+  const r = await py(m.dir, prelude + `
+res = {}
+app('new', 5)   # made here: the create answer told the binding it has none
+app('old', 3)   # from the directory: learned at its lookup
+res['none'] = [cap('new'), cap('old')]
+os.setxattr('new', CAP, V)
+res['set'] = cap('new')
+app('new')      # the kernel asks, finds it, and removes it (as on ext4)
+res['after_write'] = cap('new')
+os.setxattr('new', CAP, V)
+os.setxattr('old', CAP, V)
+res['set_again'] = [cap('new'), cap('old')]
+out(res)
+`)
+  const V = '0100000200200000000000000000000000000000'
+  t.same(r, { none: ['ENODATA', 'ENODATA'], set: V, after_write: 'ENODATA', set_again: [V, V] })
+  const requests = async (): Promise<number> => ((await m.client.status()).requests ?? {}).getxattr ?? 0
+  const cp = await m.client.mark({ label: 'with capabilities' })
+  const before = await requests()
+  const w = await py(m.dir, prelude + `
+app('new', 4)   # the first write drops it; the binding answers the next ones
+out([cap('new'), cap('old')])
+`)
+  t.same(w, ['ENODATA', V], 'a write dropped the capability of the file written, not of the other')
+  t.ok(await requests() - before >= 4, 'the kernel still asks before every write (the request counters count it)')
+  await m.client.restore({ id: cp.id })
+  const back = await py(m.dir, prelude + `
+res = [cap('new'), cap('old')]
+app('new')
+res.append(cap('new'))
+out(res)
+`)
+  t.same(back, [V, V, 'ENODATA'], 'the restore brought the capability back, and the next write drops it again')
+})

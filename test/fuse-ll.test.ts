@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { LowLevelSession, FuseError, INO_BITS, INCARNATION_BITS, nodeId, lxattrs, lxattrList, lsetxattr, lremovexattr, CAP } from '../fuse/ll/session.js'
 import { mountMem, py, sh, tempDir, clearMount, LOCK_PROBE } from './helpers/ll-mount.js'
+import type { MemFs } from './helpers/memfs-ll.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 
@@ -352,6 +353,56 @@ out({n: err(lambda: os.stat(n)) for n in ['throws', 'rejects', 'garbage', 'badmo
   const again = await py(mnt, "out(open('ok').read() if False else os.stat('ok').st_size)")
   t.equal(again, 4, 'still serving')
   t.equal(s.stats().pending, 0, 'nothing left pending')
+})
+
+t.test('capabilityFree: the binding answers getxattr("security.capability") for inodes known to have none, and forgets at a change', async (t) => {
+  let mem!: MemFs
+  let calls = 0
+  const { mnt, s } = await mountMem(t, {
+    mount: { entryTimeout: 60, attrTimeout: 60, capabilityFree: (ino) => mem.nodes.get(ino)?.xattrs.has('security.capability') === false },
+    wrap: (ops, m) => {
+      mem = m
+      return { ...ops, getxattr: (r, ino, inc, name) => { if (name.toString() === 'security.capability') calls++; return ops.getxattr!(r, ino, inc, name) } }
+    }
+  })
+  const prelude = `
+CAP = 'security.capability'
+V = struct.pack('<IIIII', 0x02000001, 1 << 13, 0, 0, 0)
+def app(p, n=1):
+    for i in range(n):
+        with open(p, 'a') as w: w.write('x')
+def cap(p):
+    try: return os.getxattr(p, CAP).hex()
+    except OSError as e: return errno.errorcode[e.errno]
+`
+  const V = '0100000200200000000000000000000000000000'
+  const asked = (): number => s.counters().getxattr ?? 0
+  t.same(await py(mnt, prelude + "app('f', 10); out(cap('f'))"), 'ENODATA')
+  t.ok(asked() >= 10, `the kernel asked before each of the 10 writes (${asked()} getxattr)`)
+  t.equal(calls, 0, 'none reached the handler: the create answer said the file has none')
+  t.ok(s.stats().capabilityAnswers >= 10, 'the binding answered them')
+  t.ok(s.stats().capabilityKnown >= 1)
+
+  const r = await py(mnt, prelude + `
+os.setxattr('f', CAP, V)
+res = [cap('f')]
+app('f')
+res.append(cap('f'))
+out(res)`)
+  t.same(r, [V, 'ENODATA'], 'after a setxattr the handler answers again: it has one, and the write drops it')
+  t.ok(calls >= 2, 'the getxattr after the setxattr and the write\'s reached the handler')
+  const c1 = calls
+  t.same(await py(mnt, prelude + "app('f', 10); out(cap('f'))"), 'ENODATA')
+  t.ok(calls - c1 <= 1, `after the removal the handler answered once more at most (${calls - c1}), the binding the rest`)
+
+  // a change behind the kernel, then a notify (what a restore does): the binding forgets what it knew
+  const f = [...mem.nodes.values()].find((n) => (n.mode & 0o170000) === 0o100000)!
+  f.xattrs.set('security.capability', Buffer.from(V, 'hex'))
+  const n = await s.notify([{ kind: 'inode', ino: f.ino }])
+  t.ok(n.results[0] === 0 || n.results[0] === -2, `notify ran (${n.results[0]})`)
+  t.equal(s.stats().capabilityKnown, 0, 'a notify batch forgets every inode')
+  t.same(await py(mnt, prelude + "res = [cap('f')]; app('f'); res.append(cap('f')); out(res)"), [V, 'ENODATA'], 'the capability set behind the kernel is seen, and a write drops it')
+  t.same(mem.violations, [])
 })
 
 t.test('unmount: clean teardown; a killed daemon leaves a mount that says ENOTCONN; fusermount3 -u clears it', async (t) => {

@@ -98,6 +98,8 @@ enum { EV_INIT = 0, EV_NOTIFY = 1, EV_GONE = 2, EV_EXIT = 3 };
 /* Answer scratch (Float64Array), attributes or statfs, written by JS before a reply. */
 #define R_LEN 16
 enum { R_MODE, R_NLINK, R_UID, R_GID, R_RDEV, R_SIZE, R_BLOCKS, R_BLKSIZE, R_INO };
+/* entry answers: 1 when the entry's inode has no security.capability now (capability cache, below) */
+#define R_NOCAP 12
 
 /* ---------------------------------------------------------------- items */
 
@@ -144,6 +146,10 @@ typedef struct {
   char *dbuf;               /* readdir reply being built */
   size_t dused;
   uint32_t next_free;
+  uint64_t ino;             /* the request's inode number (low bits of its node id) */
+  uint32_t xc;              /* s->xchange when the request reached JS (capability cache) */
+  uint8_t cap;              /* getxattr of security.capability */
+  uint8_t xmut;             /* setxattr/removexattr: counted in s->xinflight until answered */
 } ll_slot_t;
 
 #define SLOT_BITS 22
@@ -179,6 +185,15 @@ typedef struct {
   napi_async_context actx;
   int implemented[OP_COUNT];
   int no_security_capability;
+
+  /* capability cache (JS thread only): inode numbers known to have no
+   * security.capability; see cap_* below */
+  int cap_cache;            /* enabled by the mount's config */
+  uint64_t *cap_keys;       /* open addressing, linear probing; 0 = empty */
+  uint32_t cap_mask, cap_count;
+  uint32_t xchange;         /* bumped by every xattr change that may reach the filesystem */
+  uint32_t xinflight;       /* setxattr/removexattr requests handed to JS and not answered */
+  uint64_t cap_answers;     /* getxattr("security.capability") answered here */
 
   /* config applied in init */
   uint32_t want_on, want_off;
@@ -234,6 +249,106 @@ static void ll_fuse_log (enum fuse_log_level level, const char *fmt, va_list ap)
   }
   pthread_mutex_unlock(&capture_mut);
   if (level <= FUSE_LOG_NOTICE || level == FUSE_LOG_DEBUG) fprintf(stderr, "libfuse: %s", line);
+}
+
+/* ================================================================ capability cache
+ *
+ * The kernel asks getxattr("security.capability") before EVERY write to a
+ * regular file (file_remove_privs -> cap_inode_need_killpriv; a FUSE mount
+ * has SB_NOSEC only with handle_killpriv_v2, so no answer is remembered):
+ * 25,000 requests in one npm ci, each a round trip through JS answered
+ * ENODATA. With the cache on (mount
+ * config), the binding answers ENODATA itself for an inode it KNOWS has no
+ * security.capability. The filesystem stays the one source of truth; the
+ * binding only remembers answers it passed on:
+ *   - learned from an entry answer (lookup, create, mknod, mkdir, symlink,
+ *     link, readdirplus) carrying R_NOCAP = 1 (JS asked the filesystem),
+ *     and from the filesystem's own ENODATA answer to that getxattr;
+ *   - only when no xattr change can have happened while the request was in
+ *     JS (xchange unchanged since it was handed over, no setxattr or
+ *     removexattr in flight);
+ *   - forgotten for an inode when a setxattr or removexattr of it is handed
+ *     to JS, and all at once by every notify batch (a restore changes inodes
+ *     behind the kernel and sends one right after its swap, before any
+ *     request is read).
+ * Keyed by inode number (the node id's low bits): every incarnation of an
+ * inode shares the entry. JS thread only (requests are read there too).
+ */
+#define CAP_MIN_SLOTS 4096u
+/* more inodes than this: start over (the table stays under 32 MiB) */
+#define CAP_MAX_COUNT (1u << 20)
+
+static uint32_t cap_hash (uint64_t k) {
+  k ^= k >> 33; k *= 0xff51afd7ed558ccdULL; k ^= k >> 33; /* murmur3's fmix64 */
+  return (uint32_t) k;
+}
+
+static int cap_known (ll_session_t *s, uint64_t ino) {
+  if (s->cap_keys == NULL || ino == 0) return 0;
+  for (uint32_t i = cap_hash(ino) & s->cap_mask;; i = (i + 1) & s->cap_mask) {
+    uint64_t k = s->cap_keys[i];
+    if (k == ino) return 1;
+    if (k == 0) return 0;
+  }
+}
+
+static void cap_clear (ll_session_t *s) {
+  free(s->cap_keys);
+  s->cap_keys = NULL;
+  s->cap_mask = 0;
+  s->cap_count = 0;
+}
+
+static void cap_put (uint64_t *keys, uint32_t mask, uint64_t ino) {
+  uint32_t i = cap_hash(ino) & mask;
+  while (keys[i] != 0 && keys[i] != ino) i = (i + 1) & mask;
+  keys[i] = ino;
+}
+
+static void cap_add (ll_session_t *s, uint64_t ino) {
+  if (ino == 0 || cap_known(s, ino)) return;
+  if (s->cap_count >= CAP_MAX_COUNT) cap_clear(s);
+  uint32_t slots = s->cap_keys ? s->cap_mask + 1 : 0;
+  if ((s->cap_count + 1) * 2 > slots) { /* load at most 1/2 */
+    uint32_t n = slots ? slots * 2 : CAP_MIN_SLOTS;
+    uint64_t *nk = calloc(n, sizeof(uint64_t));
+    if (nk == NULL) return; /* not remembered: JS answers */
+    for (uint32_t i = 0; i < slots; i++) if (s->cap_keys[i] != 0) cap_put(nk, n - 1, s->cap_keys[i]);
+    free(s->cap_keys);
+    s->cap_keys = nk;
+    s->cap_mask = n - 1;
+  }
+  cap_put(s->cap_keys, s->cap_mask, ino);
+  s->cap_count++;
+}
+
+/* Linear probing's deletion by backward shift (Knuth, TAOCP vol. 3, 6.4 Algorithm R). */
+static void cap_remove (ll_session_t *s, uint64_t ino) {
+  if (s->cap_keys == NULL || ino == 0) return;
+  uint32_t m = s->cap_mask, i = cap_hash(ino) & m;
+  while (s->cap_keys[i] != ino) { if (s->cap_keys[i] == 0) return; i = (i + 1) & m; }
+  for (uint32_t j = i;;) {
+    j = (j + 1) & m;
+    uint64_t k = s->cap_keys[j];
+    if (k == 0) break;
+    uint32_t h = cap_hash(k) & m;
+    if (((j - h) & m) >= ((j - i) & m)) { s->cap_keys[i] = k; i = j; }
+  }
+  s->cap_keys[i] = 0;
+  s->cap_count--;
+}
+
+/* Any xattr of any inode may have changed (a notify batch): forget everything. */
+static void cap_forget_all (ll_session_t *s) {
+  cap_clear(s);
+  s->xchange++;
+}
+
+/* The filesystem answered request `sl` saying inode `ino` has no
+ * security.capability: remembered unless an xattr change may have crossed
+ * the request. */
+static void cap_learn (ll_session_t *s, const ll_slot_t *sl, uint64_t ino) {
+  if (s->cap_cache && sl->xc == s->xchange && s->xinflight == 0) cap_add(s, ino);
 }
 
 /* ================================================================ request side (called by libfuse's dispatch) */
@@ -495,6 +610,12 @@ static void ll_getxattr (fuse_req_t req, fuse_ino_t ino, const char *name, size_
   ll_session_t *s0 = fuse_req_userdata(req);
   /* the kernel asks for security.capability before every write (file_remove_privs) */
   if (s0->no_security_capability && is_security_capability(name)) { fuse_reply_err(req, ENODATA); return; }
+  /* known to have none (capability cache above) */
+  if (s0->cap_cache && !atomic_get(&s0->exiting) && is_security_capability(name) && cap_known(s0, ll_ino_of(ino))) {
+    s0->cap_answers++;
+    fuse_reply_err(req, ENODATA);
+    return;
+  }
   LL_BEGIN(OP_GETXATTR, ino, strlen(name))
   put_name(it, name);
   it->n[0] = (double) size;
@@ -645,7 +766,7 @@ static void *notify_main (void *arg) {
 
 /* ================================================================ JS thread: slots */
 
-static double slot_alloc (ll_session_t *s, fuse_req_t req, uint32_t op, size_t size) {
+static double slot_alloc (ll_session_t *s, const ll_item_t *it, size_t size) {
   if (s->free_head == SLOT_NONE) {
     uint32_t n = s->nslots ? s->nslots * 2 : 256;
     if (n > (1u << SLOT_BITS)) n = 1u << SLOT_BITS;
@@ -663,7 +784,16 @@ static double slot_alloc (ll_session_t *s, fuse_req_t req, uint32_t op, size_t s
   uint32_t i = s->free_head;
   ll_slot_t *sl = &s->slots[i];
   s->free_head = sl->next_free;
-  sl->req = req; sl->op = op; sl->size = size; sl->dbuf = NULL; sl->dused = 0;
+  sl->req = it->req; sl->op = it->op; sl->size = size; sl->dbuf = NULL; sl->dused = 0;
+  sl->ino = ll_ino_of(it->ino); sl->xc = s->xchange; sl->xmut = 0;
+  sl->cap = it->op == OP_GETXATTR && it->len1 == 19 && memcmp(it->buf, "security.capability", 19) == 0;
+  if (it->op == OP_SETXATTR || it->op == OP_REMOVEXATTR) {
+    /* the inode's xattrs change in JS from now until the answer */
+    cap_remove(s, sl->ino);
+    s->xchange++;
+    s->xinflight++;
+    sl->xmut = 1;
+  }
   s->pending++;
   return (double) sl->gen * (double) (1u << SLOT_BITS) + i;
 }
@@ -681,6 +811,7 @@ static ll_slot_t *slot_get (ll_session_t *s, double id) {
 
 static void slot_free (ll_session_t *s, ll_slot_t *sl) {
   uint32_t i = (uint32_t) (sl - s->slots);
+  if (sl->xmut) { sl->xmut = 0; s->xinflight--; s->xchange++; }
   free(sl->dbuf);
   sl->dbuf = NULL;
   sl->req = NULL;
@@ -726,7 +857,7 @@ static void dispatch_item (ll_session_t *s, napi_value dispatch, napi_value recv
     size_t size = 0;
     if (it->op == OP_READ || it->op == OP_READDIR || it->op == OP_READDIRPLUS) size = (size_t) it->n[1];
     else if (it->op == OP_GETXATTR || it->op == OP_LISTXATTR) size = (size_t) it->n[0];
-    id = slot_alloc(s, it->req, it->op, size);
+    id = slot_alloc(s, it, size);
     if (id < 0) { fuse_reply_err(it->req, ENOMEM); free(it); return; }
   }
   double *A = s->args;
@@ -1105,6 +1236,7 @@ static napi_value n_reply_err (napi_env env, napi_callback_info info) {
                  sl->op == OP_GETXATTR || sl->op == OP_LISTXATTR || sl->op == OP_WRITE || sl->op == OP_READDIR ||
                  sl->op == OP_READDIRPLUS || sl->op == OP_LSEEK || sl->op == OP_COPY_FILE_RANGE))
     return bad_answer(env, s, sl, "this operation needs a value, not a bare success");
+  if (sl->cap && e == ENODATA) cap_learn(s, sl, sl->ino);
   return replied(env, s, sl, fuse_reply_err(sl->req, (int) e));
 }
 
@@ -1118,6 +1250,7 @@ static napi_value n_reply_entry (napi_env env, napi_callback_info info) {
   const char *why = read_entry(env, s, argv + 2, &e);
   if (why) return bad_answer(env, s, sl, why);
   if (e.ino == 0 && sl->op != OP_LOOKUP) return bad_answer(env, s, sl, "only lookup may answer a negative entry (ino 0)");
+  if (e.ino != 0 && s->ans[R_NOCAP] == 1) cap_learn(s, sl, ll_ino_of(e.ino));
   return replied(env, s, sl, fuse_reply_entry(sl->req, &e));
 }
 
@@ -1147,6 +1280,7 @@ static napi_value n_reply_create (napi_env env, napi_callback_info info) {
   memset(&fi, 0, sizeof fi);
   double fh, fl;
   if (get_num(env, argv[7], &fh) || get_num(env, argv[8], &fl) || open_flags(&fi, fh, fl)) return bad_answer(env, s, sl, "create: fh must be an integer in [0, 2^53)");
+  if (s->ans[R_NOCAP] == 1) cap_learn(s, sl, ll_ino_of(e.ino));
   return replied(env, s, sl, fuse_reply_create(sl->req, &e, &fi));
 }
 
@@ -1317,6 +1451,7 @@ static napi_value n_dir_plus_add (napi_env env, napi_callback_info info) {
   size_t need = fuse_add_direntry_plus(sl->req, sl->dbuf + sl->dused, rem, name, &e, (off_t) off);
   if (need > rem) return ret_int(env, 0);
   sl->dused += need;
+  if (s->ans[R_NOCAP] == 1) cap_learn(s, sl, ll_ino_of(e.ino));
   return ret_int(env, 1);
 }
 
@@ -1355,13 +1490,14 @@ static void session_finalize (napi_env env, void *data, void *hint) {
   ll_session_t *s = data;
   if (s->state != ST_DONE) return; /* still mounted: the loop owns it (the wrapper keeps it referenced) */
   free(s->slots);
+  free(s->cap_keys);
   free(s->mountpoint);
   free(s);
 }
 
 /*
  * mount(mountpoint, argv: string[], implemented: number[] (op -> 0/1),
- *       config: number[] [wantOn, wantOff, maxWrite, maxReadahead, maxBackground, congestion, noSecurityCapability],
+ *       config: number[] [wantOn, wantOff, maxWrite, maxReadahead, maxBackground, congestion, noSecurityCapability, capabilityCache],
  *       dispatch(op, id, b1, b2, b3), events(kind, a, b, c),
  *       args: Float64Array(16), times: BigInt64Array(3), ans: Float64Array(16), ansTimes: BigInt64Array(3))
  * -> session (external). Throws an Error carrying libfuse's messages when the
@@ -1408,14 +1544,15 @@ static napi_value n_mount (napi_env env, napi_callback_info info) {
   DROP(OP_FALLOCATE, fallocate) DROP(OP_READDIRPLUS, readdirplus) DROP(OP_LSEEK, lseek) DROP(OP_COPY_FILE_RANGE, copy_file_range)
 #undef DROP
   /* forget stays registered: it has no reply, and JS may not want the counts */
-  double cfg[7] = { 0 };
+  double cfg[8] = { 0 };
   uint32_t ncfg = 0;
   napi_get_array_length(env, argv[3], &ncfg);
-  for (uint32_t i = 0; i < 7 && i < ncfg; i++) { napi_value el; napi_get_element(env, argv[3], i, &el); napi_get_value_double(env, el, &cfg[i]); }
+  for (uint32_t i = 0; i < 8 && i < ncfg; i++) { napi_value el; napi_get_element(env, argv[3], i, &el); napi_get_value_double(env, el, &cfg[i]); }
   s->want_on = (uint32_t) cfg[0]; s->want_off = (uint32_t) cfg[1];
   s->max_write = (uint32_t) cfg[2]; s->max_readahead = (uint32_t) cfg[3];
   s->max_background = (uint32_t) cfg[4]; s->congestion_threshold = (uint32_t) cfg[5];
   s->no_security_capability = cfg[6] != 0;
+  s->cap_cache = cfg[7] != 0;
 
   void *p;
   if (get_f64(env, argv[6], napi_float64_array, A_LEN, &p)) goto bad_scratch;
@@ -1526,7 +1663,7 @@ static napi_value n_counters (napi_env env, napi_callback_info info) {
   return o;
 }
 
-/* stats(h) -> { pending, badAnswers, failedReplies, lateReplies, eioTeardown } */
+/* stats(h) -> { pending, badAnswers, failedReplies, lateReplies, eioTeardown, capabilityAnswers, capabilityKnown } */
 static napi_value n_stats (napi_env env, napi_callback_info info) {
   ARGS(1)
   ll_session_t *s = get_session(env, argv[0]);
@@ -1539,6 +1676,8 @@ static napi_value n_stats (napi_env env, napi_callback_info info) {
   SET("failedReplies", s->failed_replies)
   SET("lateReplies", s->late_replies)
   SET("eioTeardown", __atomic_load_n(&s->eio_teardown, __ATOMIC_RELAXED))
+  SET("capabilityAnswers", s->cap_answers)
+  SET("capabilityKnown", s->cap_count)
 #undef SET
   return o;
 }
@@ -1614,6 +1753,8 @@ static napi_value n_notify (napi_env env, napi_callback_info info) {
   bool is = false;
   napi_is_array(env, argv[2], &is);
   if (!is) { napi_throw_type_error(env, "EINVAL", "notify: items must be an array"); return NULL; }
+  /* a notify batch follows a change behind the kernel (a restore): xattrs may have changed too */
+  cap_forget_all(s);
   pthread_mutex_lock(&s->n_mut);
   int ok = s->state == ST_MOUNTED && s->n_started && !s->n_stop;
   pthread_mutex_unlock(&s->n_mut);
