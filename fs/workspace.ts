@@ -78,6 +78,16 @@ export const MAX_FILE_SIZE = (MAX_BLOCKS - 1) * BLOCK_SIZE
 /** Unsealed block buffers above this many bytes are sealed into packs at once (bounds memory). */
 export const DIRTY_DATA_LIMIT = 256 * 1024 * 1024
 
+/** Smallest unsealed buffer, bytes (one page). */
+const MIN_BUFFER = 4096
+
+/** Bytes of a new unsealed buffer that must hold `need` bytes: the power of two from MIN_BUFFER up to BLOCK_SIZE. */
+function firstBufferSize (need: number): number {
+  let n = MIN_BUFFER
+  while (n < need && n < BLOCK_SIZE) n *= 2
+  return n
+}
+
 export interface WorkspaceOptions {
   blocks: Blocks
   lower: LowerLayer
@@ -100,11 +110,15 @@ export class Workspace implements FsOps, InodeOps {
   private baseTable: TableNode
   /** records changed in this generation; null = removed */
   private dirty = new Map<Ino, InodeRecord | null>()
-  /** unsealed block buffers (each BLOCK_SIZE bytes) of files written in this generation */
+  /**
+   * unsealed block buffers of files written in this generation: block k's
+   * bytes from its start, up to BLOCK_SIZE; bytes past a buffer's length
+   * are zeros (see blockBuffer: a small file gets a small buffer)
+   */
   private readonly dirtyData = new Map<Ino, Map<number, Buffer>>()
   /** bytes written since the last checkpoint (reported, not a limit) */
   private written = 0
-  /** bytes held in dirtyData */
+  /** bytes held in dirtyData (the buffers' lengths) */
   private dirtyDataBytes = 0
   /** inodes unlinked while open: alive until their last handle closes */
   private readonly orphans = new Map<Ino, InodeRecord>()
@@ -567,7 +581,7 @@ export class Workspace implements FsOps, InodeOps {
 
   private forget (ino: Ino): void {
     const dd = this.dirtyData.get(ino)
-    if (dd) { this.dirtyDataBytes -= dd.size * BLOCK_SIZE; this.dirtyData.delete(ino) }
+    if (dd) { for (const b of dd.values()) this.dirtyDataBytes -= b.length; this.dirtyData.delete(ino) }
     this.orphans.delete(ino)
     this.closeLowerFd(ino)
   }
@@ -896,8 +910,11 @@ export class Workspace implements FsOps, InodeOps {
       const from = pos - k * BLOCK_SIZE
       const n = Math.min(BLOCK_SIZE - from, end - pos)
       const d = dd?.get(k)
-      if (d) d.copy(buf, out, from, from + n)
-      else {
+      if (d) {
+        // a buffer may end before the block does: zeros follow
+        const got = from < d.length ? d.copy(buf, out, from, Math.min(from + n, d.length)) : 0
+        if (got < n) buf.fill(0, out + got, out + n)
+      } else {
         const id = blocks.get(k)
         let got = 0
         if (id) got = this.blocks.readInto(id, buf, out, from, n)
@@ -909,17 +926,32 @@ export class Workspace implements FsOps, InodeOps {
     return out
   }
 
-  /** The unsealed buffer of block k of a mutable file, loading its current content first. */
-  private blockBuffer (m: InodeRecord, k: number): Buffer {
+  /**
+   * The unsealed buffer of block k of a mutable file, at least `need` bytes
+   * long (need <= BLOCK_SIZE), loading the block's current content first.
+   * A block with no content yet gets the smallest power of two from 4 KiB
+   * up that holds `need` bytes (most files are far smaller than a block:
+   * a 64 KiB buffer for each was most of the daemon's garbage collection in
+   * an npm ci, DECISIONS.md "Where a request's time goes"); a buffer that
+   * must grow, or a stored block being changed, gets BLOCK_SIZE at once.
+   */
+  private blockBuffer (m: InodeRecord, k: number, need: number): Buffer {
     let dd = this.dirtyData.get(m.ino)
     if (!dd) { dd = new Map(); this.dirtyData.set(m.ino, dd) }
-    let b = dd.get(k)
-    if (b) return b
-    b = Buffer.alloc(BLOCK_SIZE)
-    const id = m.blocks!.get(k)
-    if (id) this.blocks.readInto(id, b, 0, 0, BLOCK_SIZE)
+    const had = dd.get(k)
+    if (had !== undefined && had.length >= need) return had
+    let b: Buffer
+    if (had !== undefined) {
+      b = Buffer.alloc(BLOCK_SIZE)
+      had.copy(b)
+      this.dirtyDataBytes -= had.length
+    } else {
+      const id = m.blocks!.get(k)
+      b = Buffer.alloc(id ? BLOCK_SIZE : firstBufferSize(need))
+      if (id) this.blocks.readInto(id, b, 0, 0, BLOCK_SIZE)
+    }
     dd.set(k, b)
-    this.dirtyDataBytes += BLOCK_SIZE
+    this.dirtyDataBytes += b.length
     return b
   }
 
@@ -930,11 +962,13 @@ export class Workspace implements FsOps, InodeOps {
     if (!b) return
     const len = Math.min(BLOCK_SIZE, m.size - k * BLOCK_SIZE)
     if (len > 0) {
-      const data = b.subarray(0, len)
+      // the stored bytes are the block's whole length, as if the buffer had been BLOCK_SIZE (same content, same block)
+      let data = b.subarray(0, len)
+      if (data.length < len) { data = Buffer.alloc(len); b.copy(data) }
       m.blocks!.set(k, isZeroBlock(data) ? 0 : this.blocks.put(data))
     }
     dd!.delete(k)
-    this.dirtyDataBytes -= BLOCK_SIZE
+    this.dirtyDataBytes -= b.length
     if (dd!.size === 0) this.dirtyData.delete(m.ino)
   }
 
@@ -972,7 +1006,7 @@ export class Workspace implements FsOps, InodeOps {
       const k = Math.floor(pos / BLOCK_SIZE)
       const from = pos - k * BLOCK_SIZE
       const n = Math.min(BLOCK_SIZE - from, end - pos)
-      const b = this.blockBuffer(m, k)
+      const b = this.blockBuffer(m, k, from + n)
       buf.copy(b, from, src, src + n)
       src += n
       pos += n
@@ -1004,11 +1038,12 @@ export class Workspace implements FsOps, InodeOps {
     const dd = this.dirtyData.get(ino)
     if (size < m.size) {
       const tail = size % BLOCK_SIZE
-      if (tail !== 0 && m.blocks!.get(count - 1)) this.blockBuffer(m, count - 1).fill(0, tail)
-      else if (tail !== 0) dd?.get(count - 1)?.fill(0, tail)
+      // past a buffer's length the bytes are zeros already
+      if (tail !== 0 && m.blocks!.get(count - 1)) this.blockBuffer(m, count - 1, tail).fill(0, tail)
+      else if (tail !== 0) { const b = dd?.get(count - 1); if (b !== undefined && b.length > tail) b.fill(0, tail) }
       m.blocks!.truncate(count)
       if (dd) {
-        for (const k of [...dd.keys()]) if (k >= count) { dd.delete(k); this.dirtyDataBytes -= BLOCK_SIZE }
+        for (const [k, b] of [...dd]) if (k >= count) { dd.delete(k); this.dirtyDataBytes -= b.length }
         // no empty buffer maps: the generation would look dirty forever (a restore's "seal until clean" loop never ended)
         if (dd.size === 0) this.dirtyData.delete(ino)
       }

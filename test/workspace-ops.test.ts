@@ -153,3 +153,67 @@ t.test('symlinks, modes, owners and times are the workspace\'s, not the director
   t.not(onDisk.mode & 0o7777, 0o4750, 'the directory\'s file keeps its mode while mounted')
   await close()
 })
+
+t.test('unsealed buffers smaller than a block: writes, reads, truncates and sealing give the bytes a plain buffer gives', async t => {
+  const { root, lowerDir } = tempRoot(t, 'rewindfs-wsops-')
+  const { ws, blocks, close } = await open(root, lowerDir)
+  const BLOCK = 64 * 1024
+  const bytes = (n: number, seed: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 7 + seed) % 251 + 1))
+  /** a new file and its model: the same bytes in a plain Buffer */
+  const file = (name: string): { put: (pos: number, data: Buffer) => void, cut: (size: number) => void, check: (what: string) => void, model: () => Buffer, done: () => void } => {
+    let model = Buffer.alloc(0)
+    const fh = ws.create(name, 0o644, O_RDWR, me)
+    return {
+      put: (pos, data) => {
+        t.equal(ws.write(fh, data, data.length, pos), data.length)
+        if (pos + data.length > model.length) { const m = Buffer.alloc(pos + data.length); model.copy(m); model = m }
+        data.copy(model, pos)
+      },
+      cut: (size) => {
+        ws.ftruncate(fh, size)
+        const m = Buffer.alloc(size); model.copy(m, 0, 0, Math.min(size, model.length)); model = m
+      },
+      check: (what) => {
+        const size = ws.fgetattr(fh).size
+        t.equal(size, model.length, `${name} ${what}: size`)
+        const b = Buffer.alloc(size, 0xee)
+        t.equal(ws.read(fh, b, size, 0), size, `${name} ${what}: read the whole file`)
+        t.ok(b.equals(model), `${name} ${what}: bytes`)
+        // reads that start and end inside a block, past a small buffer's end
+        for (const [pos, len] of [[1, 10], [4090, 20], [5000, 3000], [BLOCK - 5, 10]]) {
+          if (pos >= size) continue
+          const n = Math.min(len, size - pos)
+          const p = Buffer.alloc(n, 0xee)
+          ws.read(fh, p, n, pos)
+          t.ok(p.equals(model.subarray(pos, pos + n)), `${name} ${what}: read of ${n} at ${pos}`)
+        }
+      },
+      model: () => model,
+      done: () => ws.release(fh)
+    }
+  }
+  const f = file('/f')
+  f.put(0, bytes(100, 1)); f.check('100 bytes (a 4 KiB buffer)')
+  f.put(70000, bytes(10, 3)); f.check('a write in the next block: the first reads zeros past its buffer')
+  ws.sealAll(); f.check('sealed: the short buffer stored as its block\'s whole length')
+  f.put(10, bytes(5, 4)); f.check('a write into a sealed block loads it whole')
+  f.cut(BLOCK + 3); f.put(BLOCK, bytes(3, 5)); f.check('truncate and write at a block boundary')
+  ws.sealAll(); f.check('sealed again')
+  const g = file('/g')
+  g.put(0, bytes(100, 6)); g.put(3000, bytes(2000, 7)); g.check('a write past the first buffer grows it')
+  const h = file('/h')
+  h.put(0, bytes(3000, 8)); h.cut(50); h.check('truncate down inside a short buffer')
+  h.cut(20000); h.check('truncate up: zeros past the buffer')
+  ws.sealAll(); h.check('sealed: padded to the size')
+  // the same bytes written through one whole buffer seal into the same blocks (dedup is by content, not by buffer size)
+  const before = blocks.size
+  for (const [x, name] of [[f, '/f2'], [h, '/h2']] as const) {
+    const c = ws.create(name, 0o644, O_RDWR, me)
+    ws.write(c, x.model(), x.model().length, 0)
+    ws.release(c)
+  }
+  ws.sealAll()
+  t.equal(blocks.size, before, 'copies written in one go add no block')
+  for (const x of [f, g, h]) x.done()
+  await close()
+})
