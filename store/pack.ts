@@ -126,8 +126,7 @@ export class PackWriter {
     h.writeBigUInt64LE(BigInt(id), 12)
     const start = this.currentEnd
     try {
-      writeFully(fd, h, start)
-      writeFully(fd, data, start + RECORD_HEADER_SIZE)
+      writeRecord(fd, h, data, start)
     } catch (err) {
       // a partial record may be on disk: never write over it, continue in a new pack
       this.current = undefined
@@ -382,6 +381,16 @@ export class PackWriter {
   private checkOpen (): void {
     if (this.closed) throw new StoreClosedError(`packs in ${this.dir} are closed`, { path: this.dir })
   }
+}
+
+/** Writes a record's header and bytes at `position` with one pwritev (the rest, after a short write, with pwrite). */
+function writeRecord (fd: number, header: Uint8Array, data: Uint8Array, position: number): void {
+  const done = fs.writevSync(fd, [header, data], position)
+  if (done >= header.length + data.length) return
+  if (done < header.length) {
+    writeFully(fd, header.subarray(done), position + done)
+    writeFully(fd, data, position + header.length)
+  } else writeFully(fd, data.subarray(done - header.length), position + done)
 }
 
 function writeFully (fd: number, data: Uint8Array, position: number): void {
