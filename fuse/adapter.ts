@@ -333,7 +333,8 @@ export class FuseMount {
         }
         cb(n)
       },
-      setxattr: st('setxattr', (p: string, name: string, value: Buffer, position: number, flags: number) => ws.setxattr(p, name, value, flags)),
+      // the restore's helper changes no xattr either: the kernel removes security.capability at its truncate and chown
+      setxattr: st('setxattr', (p: string, name: string, value: Buffer, position: number, flags: number) => { if (!self.announcing()) ws.setxattr(p, name, value, flags) }),
       // the kernel asks for security.capability before every write: a miss answers ENODATA (null) without throwing
       getxattr: val('getxattr', (p: string, name: string) => { const v = ws.xattr(p, name); return v === undefined ? null : Buffer.from(v) }) as any,
       // trusted.* names are listed to root only, as native filesystems do for
@@ -343,7 +344,7 @@ export class FuseMount {
         const names = ws.listxattr(p)
         return self.caller().uid === 0 ? names : names.filter(n => !n.startsWith('trusted.'))
       }) as any,
-      removexattr: st('removexattr', (p: string, name: string) => ws.removexattr(p, name))
+      removexattr: st('removexattr', (p: string, name: string) => { if (!self.announcing()) ws.removexattr(p, name) })
     }
   }
 }

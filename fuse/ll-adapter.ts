@@ -367,7 +367,8 @@ export class LowLevelMount {
         const s = fs.statfsSync(this.o.statfsPath)
         return { bsize: s.bsize, frsize: s.bsize, blocks: s.blocks, bfree: s.bfree, bavail: s.bavail, files: s.files, ffree: s.ffree, favail: s.ffree, fsid: 0x72776673, namemax: 255 }
       },
-      setxattr: (_r, ino, _inc, name, value, flags) => { ws.setxattrIno(ino, xattrNameOf(name), value, flags) },
+      // the restore's helper changes no xattr either: the kernel removes security.capability at its truncate and chown
+      setxattr: (r, ino, _inc, name, value, flags) => { if (this.announcing(r) === null) ws.setxattrIno(ino, xattrNameOf(name), value, flags) },
       // the kernel asks for security.capability before every write: a miss answers ENODATA without a stack trace
       getxattr: (_r, ino, _inc, name) => {
         const v = ws.xattrIno(ino, xattrNameOf(name))
@@ -379,7 +380,7 @@ export class LowLevelMount {
         const names = ws.listxattrIno(ino)
         return (r.uid === 0 ? names : names.filter((n) => !n.startsWith('trusted.'))).map((n) => Buffer.from(n))
       },
-      removexattr: (_r, ino, _inc, name) => { ws.removexattrIno(ino, xattrNameOf(name)) },
+      removexattr: (r, ino, _inc, name) => { if (this.announcing(r) === null) ws.removexattrIno(ino, xattrNameOf(name)) },
       lseek: (_r, _ino, _inc, fh, offset, whence) => seekData(ws, fh, offset, whence)
     }
     // every handler counted and guarded: FsError → its errno, a full disk → ENOSPC, anything else → EIO + log

@@ -189,6 +189,31 @@ for (const layer of ['hl', 'll'] as const) {
   })
 }
 
+// a VFS_CAP_REVISION_2 value granting cap_net_raw (bit 13), permitted and effective (linux/capability.h)
+const CAP_VALUE = Buffer.from('0100000200200000000000000000000000000000', 'hex')
+
+for (const layer of ['hl', 'll'] as const) {
+  t.test(`${layer}: the announcement keeps file capabilities (the kernel removes them at its truncate and chown)`, async t => {
+    const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'tool'), 'v1\n'); fs.writeFileSync(path.join(dir, 'other'), 'o\n') }, { env: { REWINDFS_FUSE: layer } })
+    const d = m.dir
+    const cap = (n: string): string => { const r = spawnSync('python3', ['-c', `import os, errno\ntry: print(os.getxattr(${JSON.stringify(path.join(d, n))}, 'security.capability').hex())\nexcept OSError as e: print(errno.errorcode[e.errno])`]); return String(r.stdout).trim() }
+    for (const n of ['tool', 'other']) {
+      const r = spawnSync('python3', ['-c', `import os, sys\nos.setxattr(sys.argv[1], 'security.capability', bytes.fromhex(sys.argv[2]))`, path.join(d, n), CAP_VALUE.toString('hex')])
+      t.equal(r.status, 0, String(r.stderr))
+    }
+    const good = await m.client.mark({ label: 'with capabilities' })
+    fs.appendFileSync(path.join(d, 'tool'), 'v2\n') // the kernel drops tool's capability at the write (as on ext4)
+    fs.chownSync(path.join(d, 'other'), 1, 1) // and other's at the chown
+    t.same([cap('tool'), cap('other')], ['ENODATA', 'ENODATA'], 'a write and a chown dropped them')
+    const r = await m.client.restore({ id: good.id })
+    t.same((r.changes ?? []).filter(c => c.path !== '/').map(c => `${c.change} ${c.path}`), ['meta /other', 'modified /tool'], 'the announcement truncates tool and chowns other')
+    const hex = CAP_VALUE.toString('hex')
+    t.same([cap('tool'), cap('other')], [hex, hex], 'the restore brought both back, and the announcement did not remove them again')
+    t.equal(fs.readFileSync(path.join(d, 'tool'), 'utf8'), 'v1\n')
+    t.notMatch(fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8'), /telling watchers of the restore/)
+  })
+}
+
 t.test('a selective restore is announced too (undo is one): only its paths', async t => {
   const m = await mountWorkspace(t, dir => {
     fs.mkdirSync(path.join(dir, 'src'))
