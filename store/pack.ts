@@ -108,7 +108,7 @@ export class PackWriter {
   }
 
   /**
-   * Append one record synchronously (fs.writeSync) and return where its bytes
+   * Append one record synchronously (one pwritev of header and bytes) and return where its bytes
    * are. `data` is 1..BLOCK_SIZE bytes; `hash` is its xxh64; `id` the BlockId
    * the record is stored under. The bytes are readable at once but durable
    * only after `sync()` resolves. An I/O error (ENOSPC, EIO) is rethrown and
@@ -383,9 +383,15 @@ export class PackWriter {
   }
 }
 
-/** Writes a record's header and bytes at `position` with one pwritev (the rest, after a short write, with pwrite). */
-function writeRecord (fd: number, header: Uint8Array, data: Uint8Array, position: number): void {
-  const done = fs.writevSync(fd, [header, data], position)
+/**
+ * Writes a record's header and bytes at `position` of `fd` with one pwritev;
+ * after a short write (a signal, a filesystem near full) the rest follows
+ * with pwrite at the right offsets. Throws the write's error (ENOSPC, EIO).
+ * `writev` is replaceable for tests (default fs.writevSync).
+ */
+export function writeRecord (fd: number, header: Uint8Array, data: Uint8Array, position: number,
+  writev: (fd: number, bufs: Uint8Array[], position: number) => number = fs.writevSync): void {
+  const done = writev(fd, [header, data], position)
   if (done >= header.length + data.length) return
   if (done < header.length) {
     writeFully(fd, header.subarray(done), position + done)
