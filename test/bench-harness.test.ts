@@ -105,7 +105,7 @@ function fakeSession (): SessionResult {
     order: ['native', 'rewindfs', 'git'],
     runs: {
       native: { stepMs: [2000 + k, 8000 - k], ckptMs: [] },
-      rewindfs: { stepMs: [3000, 11000 + 100 * k], ckptMs: [400, 600], requests: [{ getattr: 100 + k, create: 10 }, { write: 500, getattr: 50 }] },
+      rewindfs: { stepMs: [3000, 11000 + 100 * k], ckptMs: [400, 600], requests: [{ getattr: 100 + k, create: 10 }, { write: 500, getattr: 50 }], daemonCpuMs: [200 + k, 900] },
       git: k === 1 ? { stepMs: [2500], ckptMs: [], error: 'step 2 (npm ci): exit 1' } : { stepMs: [2500, 9000], ckptMs: [100, 400] }
     }
   })
@@ -134,7 +134,8 @@ t.test('session summary: medians, ratios to native, checkpoints share, failed ro
   t.match(table, /\| rewindfs: mount +\| 15\.1 /)
   t.match(table, /btrfs +\| skipped: needs root/)
   t.match(table, /2 \(\+1 failed\)/)
-  t.match(sessionRequestsTables(fakeSession(), sums), /\| 1 +\| clone +\| 111 +\|.*getattr 101, create 10/)
+  t.match(sessionRequestsTables(fakeSession(), sums), /\| 1 +\| clone +\| 111 +\| [0-9.]+ +\| 201 +\| getattr 101, create 10/, 'the daemon\'s CPU time per step: median over rounds')
+  t.match(sessionRequestsTables(fakeSession(), sums), /\| +\| all steps +\| 661 +\| +\| 1101 +\|/, 'and over all steps')
 })
 
 function fakeCheckpoint (): CheckpointResult {

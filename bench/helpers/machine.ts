@@ -51,6 +51,23 @@ export function sampleLoad (everyMs = 5000): { samples: LoadSample[], stop: () =
   return { samples, stop: () => { clearInterval(timer); take(); return samples } }
 }
 
+/** Clock ticks per second of /proc/PID/stat's times (USER_HZ: 100 on every Linux architecture rewindfs runs on). */
+const USER_HZ = 100
+
+/**
+ * CPU time process `pid` has used so far, user + system, all its threads,
+ * ms (/proc/PID/stat fields utime and stime, at USER_HZ resolution: 10 ms);
+ * NaN when it cannot be read. Unlike wall time it barely moves when other
+ * work shares the cores.
+ */
+export function processCpuMs (pid: number): number {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ')
+    return (Number(f[11]) + Number(f[12])) * 1000 / USER_HZ
+  } catch { return NaN }
+}
+
 /** Resident memory of process `pid` (VmRSS of /proc/PID/status), bytes; NaN when it cannot be read. */
 export function residentBytes (pid: number): number {
   try {

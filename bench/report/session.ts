@@ -30,6 +30,8 @@ export interface ModeSummary {
   steps: Summary[]
   /** per step, median over rounds of the requests per opcode (absent when not reported) */
   requests?: Array<Record<string, number>>
+  /** per step, median over rounds of the daemon's CPU time, ms (absent when not reported) */
+  daemonCpuMs?: number[]
 }
 
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0)
@@ -54,13 +56,15 @@ export function summarizeSession (r: SessionResult): ModeSummary[] {
         return o
       })
     }
+    const withCpu = ok.filter(x => x.daemonCpuMs && x.daemonCpuMs.length === r.steps.length)
+    const daemonCpuMs = withCpu.length > 0 ? r.steps.map((_, i) => median(withCpu.map(x => x.daemonCpuMs![i]))) : undefined
     out.push({
       name: m.name, label: m.label, ...(m.skipped ? { skipped: m.skipped } : {}),
       okRounds: ok.length,
       errors: runs.filter(x => x.error).map(x => x.error!),
       total: summarize(totals), checkpoints: summarize(ckpts),
       ckptShare: shares.length > 0 ? median(shares) : NaN,
-      ratio: NaN, steps, ...(requests ? { requests } : {})
+      ratio: NaN, steps, ...(requests ? { requests } : {}), ...(daemonCpuMs ? { daemonCpuMs } : {})
     })
   }
   const native = out.find(s => s.name === 'native')
@@ -103,9 +107,12 @@ export function sessionRequestsTables (r: SessionResult, sums: ModeSummary[]): s
       const total = sum(Object.values(req))
       const ops = Object.entries(req).sort((a, b) => b[1] - a[1]).map(([op, n]) => `${op} ${n}`).join(', ')
       const us = total > 0 ? fmt(s.steps[i].median * 1e6 / total) : '–'
-      return [String(i + 1), st.name, String(total), us, ops || '–']
+      const cpu = s.daemonCpuMs ? fmt(s.daemonCpuMs[i]) : '–'
+      return [String(i + 1), st.name, String(total), us, cpu, ops || '–']
     })
-    parts.push(`FUSE requests per step, ${s.name} (median over rounds; µs/request = step time / requests)\n\n` + table(['#', 'step', 'requests', 'µs/request', 'by opcode'], rows))
+    if (s.daemonCpuMs) rows.push(['', 'all steps', String(sum(s.requests.map(q => sum(Object.values(q))))), '', fmt(sum(s.daemonCpuMs)), ''])
+    parts.push(`FUSE requests per step, ${s.name} (median over rounds; µs/request = step time / requests; daemon CPU = its user + system time, ms, which other load on the machine barely moves)\n\n` +
+      table(['#', 'step', 'requests', 'µs/request', 'daemon CPU ms', 'by opcode'], rows))
   }
   return parts.join('\n\n')
 }

@@ -25,7 +25,7 @@ import path from 'node:path'
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { cliOf, mountRewind, tempRoot, isMounted, forceUnmount, alive, type RewindMount } from '../helpers/mount.js'
-import { residentBytes } from '../helpers/machine.js'
+import { residentBytes, processCpuMs } from '../helpers/machine.js'
 import { setupBtrfs, type Btrfs, type CleanupStack } from '../helpers/btrfs.js'
 
 /** One round's workspace of a mode. */
@@ -38,6 +38,8 @@ export interface ModeRun {
   requests?: () => Promise<Record<string, number> | undefined>
   /** resident memory of the daemon, bytes (rewindfs modes) */
   rss?: () => number
+  /** CPU time the daemon has used so far, user + system, ms (rewindfs modes; processCpuMs) */
+  cpuMs?: () => number
   /** removes the workspace and everything it needed */
   close: () => Promise<void>
 }
@@ -125,6 +127,7 @@ export function rewindMode (name: string, cli: string | undefined, label: string
         checkpoint: async (step) => { await m.client.mark({ label: `step ${step + 1}` }) },
         requests: async () => (await m.client.status()).requests,
         rss: () => residentBytes(m.daemon.pid ?? -1),
+        cpuMs: () => processCpuMs(m.daemon.pid ?? -1),
         close: async () => await m.close()
       }
     }

@@ -23,6 +23,8 @@ export interface ModeRoundResult {
   ckptMs: number[]
   /** FUSE requests per opcode during each step (rewindfs modes whose daemon reports them) */
   requests?: Array<Record<string, number>>
+  /** CPU time of the daemon during each step, user + system, ms (rewindfs modes; includes the mark after the step before) */
+  daemonCpuMs?: number[]
   /** daemon resident memory at the end of the round, bytes */
   rssBytes?: number
   /** why the run stopped early */
@@ -87,12 +89,19 @@ async function runMode (mode: Mode, o: SessionOptions, env: NodeJS.ProcessEnv): 
     unregister = o.cleanup.push(`session workspace (${mode.name})`, () => r.close())
     let before = run.requests ? await run.requests() : undefined
     if (before) res.requests = []
+    let cpuBefore = run.cpuMs ? run.cpuMs() : NaN
+    if (run.cpuMs) res.daemonCpuMs = []
     for (let i = 0; i < o.steps.length; i++) {
       const step = o.steps[i]
       try {
         res.stepMs.push(await timeCommand(step.cmd, stepCwd(run.dir, i), env, o.stepTimeoutMs ?? 600000))
       } catch (e) {
         throw new Error(`step ${i + 1} (${step.name}): ${(e as Error).message}`)
+      }
+      if (run.cpuMs) {
+        const c = run.cpuMs()
+        res.daemonCpuMs!.push(c - cpuBefore)
+        cpuBefore = c
       }
       if (before && run.requests) {
         const after = (await run.requests()) ?? {}
