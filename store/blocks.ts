@@ -272,14 +272,18 @@ export class BlockStore {
    * Copy bytes [fromByte, fromByte + length) of block `id` into `target` at
    * `targetOffset`, synchronously; `length` is clamped to the end of the block
    * and of `target`. Returns the number of bytes copied. Throws
-   * CorruptStoreError for an unknown id or a pack shorter than the block.
+   * CorruptStoreError for an unknown id, a pack shorter than the block, or
+   * (first read of the block in this process) bytes that do not hash to the
+   * index's hash; after a throw the target range holds unspecified bytes.
    */
   readInto (id: BlockId, target: Uint8Array, targetOffset: number, fromByte: number, length: number): number {
     const e = this.entry(id)
     if (this.checked.has(id)) return this.packs.readInto(e, target, targetOffset, fromByte, length)
-    // first read of this block in this process: read it whole and check its hash
-    this.packs.readInto(e, this.scratch, 0, 0, e.length)
-    const bytes = this.scratch.subarray(0, e.length)
+    // first read of this block in this process: read it whole and check its hash; a read of the whole block
+    // (a sequential read) goes straight into the target and is hashed there, a part of one through the scratch buffer
+    const whole = fromByte === 0 && length >= e.length && target.length - targetOffset >= e.length
+    const bytes = whole ? Buffer.from(target.buffer, target.byteOffset + targetOffset, e.length) : this.scratch.subarray(0, e.length)
+    this.packs.readInto(e, bytes, 0, 0, e.length)
     const actual = this.hash(bytes)
     if (actual !== e.hash) {
       throw new CorruptStoreError(
@@ -288,6 +292,7 @@ export class BlockStore {
         { blockId: id, pack: e.pack, offset: e.offset, path: this.packs.packPath(e.pack) })
     }
     this.checked.add(id)
+    if (whole) return e.length
     const n = Math.max(0, Math.min(length, e.length - fromByte, target.length - targetOffset))
     if (n > 0) bytes.copy(target, targetOffset, fromByte, fromByte + n)
     return n
