@@ -109,6 +109,8 @@ export class LowLevelMount {
   /** a restore's announcement while its helper runs (announceWith), else null */
   private announcer: RestoreAnnouncer | null = null
   private noSpaceLogged = 0
+  /** the answer buffer of every read (the largest READ request: max_pages of 4 KiB) */
+  private readonly readBuf = Buffer.allocUnsafeSlow(LARGEST_READ)
 
   constructor (private readonly o: LowLevelAdapterOptions) {
     this.ws = o.workspace
@@ -129,6 +131,10 @@ export class LowLevelMount {
       // the kernel asks for security.capability before every write: the binding answers ENODATA itself for
       // files known to have none (their xattrs change only through this mount, or by a restore, which notifies)
       capabilityFree: (ino) => this.ws.xattrIno(ino, CAPABILITY) === undefined,
+      // sequential reads in requests of up to 1 MiB (max_pages 256) instead of the kernel's default window of 128 KiB
+      readahead: READAHEAD,
+      // the workspace copies what a write brings (into a block or an unsealed buffer) before it answers
+      borrowWriteData: true,
       log: (l) => this.log(`rewindfs: ${l}`)
     })
   }
@@ -158,6 +164,8 @@ export class LowLevelMount {
       await new Promise((resolve) => setTimeout(resolve, 10))
       calm = s.stats().pending === 0 ? calm + 1 : 0
     }
+    const answered = s.stats().capabilityAnswers
+    if (answered > 0) this.log(`rewindfs: the binding answered ${answered} of the mount's ${s.counters().getxattr ?? 0} getxattr requests itself (security.capability of files known to have none)`)
     await s.unmount()
   }
 
@@ -316,10 +324,11 @@ export class LowLevelMount {
         const e = this.counted(c.stat)
         return { ino: e.ino, attr: e.attr, fh: c.fh, keepCache: true, noflush: true }
       },
+      // one buffer for every read: the answer is synchronous, and the session replies (a writev to /dev/fuse) before the
+      // next request is handled; a new 1 MiB Buffer per request cost more than its copy (allocation, then GC of external memory)
       read: (_r, _ino, _inc, fh, size, offset) => {
-        const b = Buffer.allocUnsafe(size)
-        const n = ws.read(fh, b, size, offset)
-        return n === size ? b : b.subarray(0, n)
+        const b = size <= this.readBuf.length ? this.readBuf.subarray(0, size) : Buffer.allocUnsafe(size)
+        return b.subarray(0, ws.read(fh, b, size, offset))
       },
       write: (_r, _ino, _inc, fh, data, offset) => ws.write(fh, data, data.length, offset),
       release: (_r, _ino, _inc, fh) => { ws.release(fh) },
@@ -420,6 +429,10 @@ const DOT = Buffer.from('.')
 const DOTDOT = Buffer.from('..')
 const NODATA = new FsError(E.ENODATA, 'no such xattr')
 const CAPABILITY = 'security.capability'
+/** The mount's readahead window, bytes: one READ request of max_pages (256 pages, libfuse's largest) at a time (DECISIONS.md "Sequential reads"). */
+const READAHEAD = 1024 * 1024
+/** The largest READ request, bytes: max_pages (256: libfuse's 1 MiB max_write) pages of 4 KiB; a larger one gets a buffer of its own. */
+const LARGEST_READ = 1024 * 1024
 
 /** True when `dir` is a mount point in /proc/mounts. */
 function mounted (dir: string): boolean {

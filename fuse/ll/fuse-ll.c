@@ -195,6 +195,13 @@ typedef struct {
   uint32_t xinflight;       /* setxattr/removexattr requests handed to JS and not answered */
   uint64_t cap_answers;     /* getxattr("security.capability") answered here */
 
+  /* borrowed writes (mount config): the write handler keeps no reference to
+   * its data, so a write item is freed (here: cached) as soon as the handler
+   * returns, and the next write reuses warm memory (see write_item) */
+  int borrow_writes;
+  ll_item_t *wcache[4];
+  uint32_t wcache_n;
+
   /* config applied in init */
   uint32_t want_on, want_off;
   uint32_t max_write, max_readahead, max_background, congestion_threshold;
@@ -353,9 +360,7 @@ static void cap_learn (ll_session_t *s, const ll_slot_t *sl, uint64_t ino) {
 
 /* ================================================================ request side (called by libfuse's dispatch) */
 
-static ll_item_t *item_new (fuse_req_t req, uint32_t op, uint64_t ino, size_t extra) {
-  ll_item_t *it = malloc(sizeof(ll_item_t) + extra + 1);
-  if (it == NULL) return NULL;
+static void item_init (ll_item_t *it, fuse_req_t req, uint32_t op, uint64_t ino) {
   memset(it, 0, sizeof(ll_item_t));
   it->req = req;
   it->op = op;
@@ -364,7 +369,38 @@ static ll_item_t *item_new (fuse_req_t req, uint32_t op, uint64_t ino, size_t ex
     const struct fuse_ctx *c = fuse_req_ctx(req);
     it->ctx[0] = c->uid; it->ctx[1] = c->gid; it->ctx[2] = (uint32_t) c->pid; it->ctx[3] = c->umask;
   }
+}
+
+static ll_item_t *item_new (fuse_req_t req, uint32_t op, uint64_t ino, size_t extra) {
+  ll_item_t *it = malloc(sizeof(ll_item_t) + extra + 1);
+  if (it == NULL) return NULL;
+  item_init(it, req, op, ino);
   return it;
+}
+
+/* Bytes of a cached write item: the largest WRITE libfuse 3.14 takes (max_write <= 1 MiB: 256 pages) and its item. */
+#define WITEM_BYTES (sizeof(ll_item_t) + (1u << 20) + 4096 + 1)
+
+/*
+ * A write item. With borrowed writes, items up to WITEM_BYTES come from a
+ * cache of a few such blocks (filled by item_done): a sequential write of
+ * 1 MiB requests otherwise took a fresh malloc per request, i.e. a fresh
+ * mmap whose 256 pages each faulted in during the copy, and kept it until
+ * the garbage collector ran the Buffer's finalizer. JS thread only (requests
+ * are read there).
+ */
+static ll_item_t *write_item (ll_session_t *s, fuse_req_t req, uint64_t ino, size_t size) {
+  if (!s->borrow_writes || sizeof(ll_item_t) + size + 1 > WITEM_BYTES) return item_new(req, OP_WRITE, ino, size);
+  ll_item_t *it = s->wcache_n > 0 ? s->wcache[--s->wcache_n] : malloc(WITEM_BYTES);
+  if (it == NULL) return NULL;
+  item_init(it, req, OP_WRITE, ino);
+  return it;
+}
+
+/* An item JS no longer sees: a borrowed write's block goes back to the cache (room permitting), anything else is freed. */
+static void item_done (ll_session_t *s, ll_item_t *it, int cached_size) {
+  if (cached_size && s->wcache_n < sizeof s->wcache / sizeof s->wcache[0]) { s->wcache[s->wcache_n++] = it; return; }
+  free(it);
 }
 
 static void enqueue (ll_session_t *s, ll_item_t *it) {
@@ -522,7 +558,10 @@ static void ll_read (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, str
 }
 
 static void ll_write (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
-  LL_BEGIN(OP_WRITE, ino, size)
+  ll_session_t *s = fuse_req_userdata(req);
+  if (atomic_get(&s->exiting)) { fuse_reply_err(req, EIO); __atomic_fetch_add(&s->eio_teardown, 1, __ATOMIC_RELAXED); return; }
+  ll_item_t *it = write_item(s, req, ino, size);
+  if (it == NULL) { fuse_reply_err(req, ENOMEM); return; }
   memcpy(it->buf, buf, size);
   it->len3 = size;
   it->n[0] = (double) fi->fh;
@@ -874,11 +913,15 @@ static void dispatch_item (ll_session_t *s, napi_value dispatch, napi_value recv
   argv[2] = it->len1 || it->op == OP_LOOKUP ? mk_buffer_copy(env, it->buf, it->len1) : undef;
   argv[3] = it->len2 ? mk_buffer_copy(env, it->buf + it->len1, it->len2) : undef;
   argv[4] = undef;
-  int owned = 0;
+  int owned = 0, borrowed = 0;
   if (it->op == OP_FORGET) {
     void *ab;
     napi_create_arraybuffer(env, it->len3, &ab, &argv[4]);
     memcpy(ab, it->buf + (size_t) it->n[1], it->len3);
+  } else if (it->op == OP_WRITE && s->borrow_writes && it->len3 > 0) {
+    /* the handler keeps no reference (MountOptions.borrowWriteData): a view of the item, emptied after the call */
+    if (napi_create_external_buffer(env, it->len3, it->buf + it->len1 + it->len2, NULL, NULL, &argv[4]) == napi_ok) borrowed = 1;
+    else argv[4] = mk_buffer_copy(env, it->buf + it->len1 + it->len2, it->len3);
   } else if (it->op == OP_WRITE) {
     int64_t dummy;
     if (napi_create_external_buffer(env, it->len3, it->len3 ? it->buf + it->len1 + it->len2 : it->buf, ext_free, it, &argv[4]) == napi_ok) {
@@ -899,7 +942,18 @@ static void dispatch_item (ll_session_t *s, napi_value dispatch, napi_value recv
       if (sl != NULL) { fuse_reply_err(sl->req, EIO); slot_free(s, sl); s->bad_answers++; }
     }
   }
-  if (!owned) free(it);
+  if (borrowed) {
+    /* detach the view: whatever JS kept now has no bytes (never freed memory under it) */
+    napi_value ab;
+    napi_typedarray_type ty;
+    size_t len, off;
+    void *d;
+    if (napi_get_typedarray_info(env, argv[4], &ty, &len, &d, &ab, &off) != napi_ok || napi_detach_arraybuffer(env, ab) != napi_ok) {
+      ll_log("write: could not empty the borrowed data buffer after its handler; its memory is left allocated");
+      return;
+    }
+  }
+  if (!owned) item_done(s, it, it->op == OP_WRITE && s->borrow_writes && it->len3 > 0 && sizeof(ll_item_t) + it->len3 + 1 <= WITEM_BYTES);
 }
 
 static void emit_event (ll_session_t *s, napi_value recv, int kind, napi_value a, napi_value b, napi_value c) {
@@ -1491,13 +1545,14 @@ static void session_finalize (napi_env env, void *data, void *hint) {
   if (s->state != ST_DONE) return; /* still mounted: the loop owns it (the wrapper keeps it referenced) */
   free(s->slots);
   free(s->cap_keys);
+  while (s->wcache_n > 0) free(s->wcache[--s->wcache_n]);
   free(s->mountpoint);
   free(s);
 }
 
 /*
  * mount(mountpoint, argv: string[], implemented: number[] (op -> 0/1),
- *       config: number[] [wantOn, wantOff, maxWrite, maxReadahead, maxBackground, congestion, noSecurityCapability, capabilityCache],
+ *       config: number[] [wantOn, wantOff, maxWrite, maxReadahead, maxBackground, congestion, noSecurityCapability, capabilityCache, borrowWrites],
  *       dispatch(op, id, b1, b2, b3), events(kind, a, b, c),
  *       args: Float64Array(16), times: BigInt64Array(3), ans: Float64Array(16), ansTimes: BigInt64Array(3))
  * -> session (external). Throws an Error carrying libfuse's messages when the
@@ -1544,15 +1599,16 @@ static napi_value n_mount (napi_env env, napi_callback_info info) {
   DROP(OP_FALLOCATE, fallocate) DROP(OP_READDIRPLUS, readdirplus) DROP(OP_LSEEK, lseek) DROP(OP_COPY_FILE_RANGE, copy_file_range)
 #undef DROP
   /* forget stays registered: it has no reply, and JS may not want the counts */
-  double cfg[8] = { 0 };
+  double cfg[9] = { 0 };
   uint32_t ncfg = 0;
   napi_get_array_length(env, argv[3], &ncfg);
-  for (uint32_t i = 0; i < 8 && i < ncfg; i++) { napi_value el; napi_get_element(env, argv[3], i, &el); napi_get_value_double(env, el, &cfg[i]); }
+  for (uint32_t i = 0; i < 9 && i < ncfg; i++) { napi_value el; napi_get_element(env, argv[3], i, &el); napi_get_value_double(env, el, &cfg[i]); }
   s->want_on = (uint32_t) cfg[0]; s->want_off = (uint32_t) cfg[1];
   s->max_write = (uint32_t) cfg[2]; s->max_readahead = (uint32_t) cfg[3];
   s->max_background = (uint32_t) cfg[4]; s->congestion_threshold = (uint32_t) cfg[5];
   s->no_security_capability = cfg[6] != 0;
   s->cap_cache = cfg[7] != 0;
+  s->borrow_writes = cfg[8] != 0;
 
   void *p;
   if (get_f64(env, argv[6], napi_float64_array, A_LEN, &p)) goto bad_scratch;

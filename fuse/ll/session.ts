@@ -18,8 +18,8 @@
  * that very request). See fuse/ll/README.md.
  */
 import { createRequire } from 'node:module'
-import { existsSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /** The shape of the native addon (fuse/ll/fuse-ll.c); private to this module. */
@@ -227,7 +227,7 @@ export interface LowLevelOps {
   open?(req: Request, ino: number, inc: number, flags: number): Answer<Open | number>
   /** answer at most `size` bytes (fewer only at end of file) */
   read?(req: Request, ino: number, inc: number, fh: number, size: number, offset: number): Answer<Uint8Array>
-  /** `data` is the filesystem's to keep (a copy made for it); answer the bytes written */
+  /** `data` is the filesystem's to keep (a copy made for it), unless MountOptions.borrowWriteData; answer the bytes written */
   write?(req: Request, ino: number, inc: number, fh: number, data: Buffer, offset: number, flags: number): Answer<number>
   flush?(req: Request, ino: number, inc: number, fh: number): Done
   release?(req: Request, ino: number, inc: number, fh: number, flags: number): Done
@@ -300,8 +300,21 @@ export interface MountOptions {
   debug?: boolean
   /** largest WRITE request, bytes (max_pages follows); default 1 MiB, libfuse's ceiling */
   maxWrite?: number
-  /** largest readahead, bytes; default: the kernel's */
+  /** largest readahead, bytes, sent in the INIT answer (it can only lower the kernel's window: see `readahead`); default: the kernel's */
   maxReadahead?: number
+  /**
+   * The kernel's readahead window on this mount, bytes (whole KiB). A new
+   * FUSE mount starts at the kernel's default of 128 KiB (VM_READAHEAD_PAGES),
+   * and the INIT answer can only lower it, so a sequential read reaches the
+   * filesystem in 128 KiB requests whatever max_pages allows. The session
+   * raises it after INIT through the mount's backing device,
+   * /sys/class/bdi/MAJOR:MINOR/read_ahead_kb (as mergerfs's `readahead`
+   * option does); the kernel then asks for up to max_pages per request
+   * (1 MiB with the default maxWrite). Needs root; when it cannot be set the
+   * log says why and the mount keeps the kernel's window
+   * (`LowLevelSession.readahead` says what is in force). Default: the kernel's.
+   */
+  readahead?: number
   /** kernel background request limit (readahead, async direct I/O); default libfuse's 12 */
   maxBackground?: number
   /** O_TRUNC handled by open (FUSE_CAP_ATOMIC_O_TRUNC); default true */
@@ -341,6 +354,18 @@ export interface MountOptions {
    * (every such getxattr reaches the handler).
    */
   capabilityFree?: (ino: number) => boolean
+  /**
+   * The write handler answers synchronously and keeps no reference to its
+   * `data` (a filesystem that copies what it stores): the binding then hands
+   * it a view of the request's bytes instead of memory of its own, empties
+   * that view (detaches it: length 0) when the handler returns, and reuses
+   * the memory for the next write. Without it each write is a new allocation
+   * the garbage collector frees later (for 1 MiB requests: a fresh mmap per
+   * request, its pages faulted in, then GC work). A handler that answers
+   * with a Promise still works, but finds `data` empty once it resumes.
+   * Default false.
+   */
+  borrowWriteData?: boolean
   /** raw extra -o options for libfuse 3 (each one option, no commas); libfuse refuses unknown ones (big_writes, use_ino, ...) */
   extraOptions?: string[]
   /** log sink for handler failures; default console.error */
@@ -493,14 +518,17 @@ export class LowLevelSession {
   readonly closed: Promise<void>
   /** true when the kernel ended the connection before unmount() was called */
   gone = false
+  /** the kernel's readahead window on this mount after INIT, bytes (MountOptions.readahead); NaN when it could not be read */
+  readonly readahead: number
 
   private readonly h: object
   private readonly core: Core
-  private constructor (mountpoint: string, h: object, core: Core, init: InitInfo) {
+  private constructor (mountpoint: string, h: object, core: Core, init: InitInfo, readahead: number) {
     this.mountpoint = mountpoint
     this.h = h
     this.core = core
     this.init = init
+    this.readahead = readahead
     this.closed = core.closed
     core.onGone = () => { this.gone = true }
   }
@@ -528,13 +556,13 @@ export class LowLevelSession {
     const implemented = OPS_WITH_HANDLER.map((n) => typeof ops[n] === 'function')
     const want = wantBits(opts, implemented[OP.readdirplus])
     const config = [want.on, want.off, opts.maxWrite ?? 0, opts.maxReadahead ?? 0, opts.maxBackground ?? 0, 0, opts.noSecurityCapability ? 1 : 0,
-      opts.capabilityFree !== undefined ? 1 : 0]
+      opts.capabilityFree !== undefined ? 1 : 0, opts.borrowWriteData ? 1 : 0]
     const initP = new Promise<InitInfo>((resolve) => { core.onInit = resolve })
     const h = native.mount(mountpoint, argv, implemented, config,
       core.dispatch, core.events, core.A, core.T, core.R, core.RT)
     core.h = h
     const init = await Promise.race([initP, core.closed.then(() => { throw new Error(`mount of ${mountpoint} ended before the kernel's INIT`) })])
-    return new LowLevelSession(mountpoint, h, core, init)
+    return new LowLevelSession(mountpoint, h, core, init, setReadahead(mountpoint, opts.readahead, opts.log ?? ((l) => console.error(l))))
   }
 
   /**
@@ -560,6 +588,46 @@ export class LowLevelSession {
    * item wait for that very request. After unmount every result is -ENOTCONN.
    */
   notify (items: NotifyItem[]): Promise<NotifyResult> { return this.core.notify(items) }
+}
+
+/**
+ * The backing device ("MAJOR:MINOR") of the FUSE mount on `mountpoint`, from
+ * /proc/self/mountinfo (never a stat of the mount: the process serving it
+ * must not touch it); the last such mount when several are stacked; null
+ * when there is none.
+ */
+export function fuseDeviceOf (mountpoint: string, mountinfo = readFileSync('/proc/self/mountinfo', 'utf8')): string | null {
+  // fields: id parent MAJOR:MINOR root mountpoint options [optional...] - fstype source superoptions; octal escapes (\040) in paths
+  const unescape = (s: string): string => s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)))
+  let dev: string | null = null
+  for (const line of mountinfo.split('\n')) {
+    const f = line.split(' ')
+    const dash = f.indexOf('-')
+    if (dash < 0 || f.length < 5) continue
+    const type = f[dash + 1] ?? ''
+    if (unescape(f[4]) === mountpoint && (type === 'fuse' || type.startsWith('fuse.'))) dev = f[2]
+  }
+  return dev
+}
+
+/**
+ * Sets the readahead window of the FUSE mount on `mountpoint` to `bytes`
+ * (MountOptions.readahead) when given, and returns the window in force,
+ * bytes (NaN when unreadable). A failure is logged, never thrown: the mount
+ * works with the kernel's window.
+ */
+function setReadahead (mountpoint: string, bytes: number | undefined, log: (line: string) => void): number {
+  // mountinfo names the real path; resolve the parent only (a stat of the mount itself would wait for this very process)
+  let real = resolve(mountpoint)
+  try { real = join(realpathSync(dirname(real)), basename(real)) } catch {}
+  const dev = fuseDeviceOf(real)
+  if (dev === null) { if (bytes !== undefined) log(`fuse-ll: readahead: no FUSE mount on ${mountpoint} in /proc/self/mountinfo; the kernel's window stays`); return NaN }
+  const file = `/sys/class/bdi/${dev}/read_ahead_kb`
+  if (bytes !== undefined) {
+    if (!(Number.isInteger(bytes) && bytes >= 0)) throw new TypeError('readahead must be a whole number of bytes >= 0')
+    try { writeFileSync(file, String(Math.floor(bytes / 1024))) } catch (e) { log(`fuse-ll: readahead: cannot set ${file} (${(e as Error).message}); the kernel's window stays`) }
+  }
+  try { return Number(readFileSync(file, 'utf8').trim()) * 1024 } catch { return NaN }
 }
 
 /** conn->want bits to set and clear, from the options (README "Capabilities"). */
