@@ -18,7 +18,7 @@ import {
   CONNECTION_FILE, TOKEN_FILE, isConnectionInfo, isErrorReply, isEvent, isOkReply,
   type CandidateInfo, type CheckpointEvent, type CheckpointId, type CheckpointInfo, type DiffEntry, type Encoding, type Event, type EventName,
   type ExportInfo, type GcPolicy, type GcReport, type RunEndInfo, type HelloInfo, type MemoryAddInfo, type MemoryEntry, type MemoryGetInfo, type Op, type OpArgs, type OpResults, type RestoreEvent, type RestoreInfo,
-  type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo, type UndoInfo, type PathHistoryEntry,
+  type StatInfo, type StatusInfo, type SubscribeInfo, type UnmountInfo, type UndoInfo, type PathHistoryEntry, type CallInfo,
 } from '../proto/messages.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { wireArgs, type ApiArgs } from '../proto/api-args.js'
@@ -149,6 +149,22 @@ export class RewindClient {
   /** The checkpoints at which `path` changed, newest first: the current lineage, or every branch with `all`; at most `limit` (default 100); `meta`: with each checkpoint's segment metadata. */
   history (args: ApiArgs<'history'>, o?: CallOptions): Promise<PathHistoryEntry[]> {
     return this.call('history', args, o)
+  }
+
+  /**
+   * Begin a tool call (attribution, PROTOCOL.md "Attribution"): every change
+   * that process `pid` and the processes it starts make until callEnd is
+   * attributed to the call in the next checkpoint's `calls`. Give the pid of
+   * the process that will start the tool (your own: process.pid) before it
+   * starts it.
+   */
+  callBegin (args: ApiArgs<'call_begin'>, o?: CallOptions): Promise<CallInfo> {
+    return this.call('call_begin', wireArgs<'call_begin'>(args), o)
+  }
+
+  /** End a tool call begun with callBegin; `exitStatus`: how the tool ended (0 success). */
+  callEnd (args: ApiArgs<'call_end'>, o?: CallOptions): Promise<CallInfo> {
+    return this.call('call_end', wireArgs<'call_end'>(args), o)
   }
 
   /** Checkpoints newest first; all branches unless `branch`; at most `limit` (default 100 in the daemon). */

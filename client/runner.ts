@@ -14,6 +14,11 @@
  * loop continues from there: the kept prefix (everything up to that
  * checkpoint) is never re-executed.
  *
+ * With `localise` the runner also offers backtrack_localise (localise.ts)
+ * and answers it; `attributeCalls` (default on) runs each of the agent's
+ * tools inside a tool call of the daemon (call_begin/call_end), so the
+ * next checkpoint lists what each call changed.
+ *
  * Options of the same runner: `rewindBudget` (commits allowed; later ones
  * are answered with an error and the turn goes on),
  * `restartFromBeginning` (every commit rewinds to the run's first
@@ -34,7 +39,8 @@ import { getMemory, injectMemory } from './memory.js'
 import { SessionRecorder } from './recorder.js'
 import type { RunLog } from './runlog.js'
 import { notUndoneNote } from './effects.js'
-import { BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, backtrackCandidates, backtrackCommit, backtrackTools, ToolArgumentError, type RewindDepth } from './tools.js'
+import { BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, BACKTRACK_LOCALISE, backtrackCandidates, backtrackCommit, backtrackTools, ToolArgumentError, type RewindDepth } from './tools.js'
+import { backtrackLocalise, backtrackLocaliseSpec } from './localise.js'
 
 /** What a tool did: its result (any JSON; sent to the model as JSON text) and exit status (0 success). */
 export interface ToolOutcome { result: unknown; exitStatus: number }
@@ -83,6 +89,22 @@ export interface RunnerOptions {
   maxTurns?: number
   /** called after each rewind, once the workspace is restored and the context rebuilt */
   onRewind?: (e: RewindEvent) => void | Promise<void>
+  /**
+   * attribute each of the agent's tool calls (call_begin/call_end around
+   * executeTool, with this process's pid): the daemon then lists in the
+   * next checkpoint what each call changed, and `rewindfs blame` names it.
+   * The process moves into a cgroup of the call while it runs, so run one
+   * tool at a time in it. Default true; a daemon without call_begin is
+   * used without (once).
+   */
+  attributeCalls?: boolean
+  /**
+   * offer backtrack_localise (localise.ts) with the backtrack tools and
+   * answer it: the model's check command runs in scratch exports of
+   * candidates; `timeoutMs` bounds each probe (default 120 s). Default off:
+   * offer it where the agent may run commands anyway.
+   */
+  localise?: boolean | { timeoutMs?: number }
 }
 
 export interface RunResult {
@@ -112,6 +134,8 @@ export class Runner {
   private readonly o: RunnerOptions
   readonly recorder: SessionRecorder
   private commits = 0
+  /** false once the daemon refused call_begin: the run goes on unattributed */
+  private attributing = true
 
   constructor (opts: RunnerOptions) {
     this.o = opts
@@ -128,7 +152,7 @@ export class Runner {
     const { client, model, run } = this.o
     const maxTurns = this.o.maxTurns ?? 200
     const budget = this.o.rewindBudget ?? Infinity
-    const tools = [...(this.o.tools ?? []), ...backtrackTools]
+    const tools = [...(this.o.tools ?? []), ...backtrackTools, ...(this.o.localise ? [backtrackLocaliseSpec] : [])]
     let messages: ChatMessage[] = [...initial]
     let first: CheckpointId | undefined
     const checkpoints: CheckpointId[] = []
@@ -213,12 +237,37 @@ export class Runner {
   private async execute (call: ToolCall, budget: number): Promise<{ result: unknown; exitStatus: number }> {
     try {
       if (call.name === BACKTRACK_CANDIDATES) return { result: await backtrackCandidates(this.o.client, call.arguments), exitStatus: 0 }
+      if (call.name === BACKTRACK_LOCALISE && this.o.localise) {
+        const timeoutMs = typeof this.o.localise === 'object' ? this.o.localise.timeoutMs : undefined
+        return { result: await backtrackLocalise(this.o.client, call.arguments, { timeoutMs }), exitStatus: 0 }
+      }
       if (call.name === BACKTRACK_COMMIT) return { result: { error: `rewind budget exhausted: ${this.commits} of ${budget} rewinds used; continue from here` }, exitStatus: 1 }
-      return await this.o.executeTool(call)
+      return await this.attributed(call)
     } catch (err) {
       if (err instanceof ToolArgumentError) return { result: { error: err.message, field: err.field }, exitStatus: 1 }
       if (call.name === BACKTRACK_CANDIDATES) throw err
       return { result: { error: (err as Error).message ?? String(err) }, exitStatus: 1 }
+    }
+  }
+
+  /**
+   * Runs the agent's own tool inside a tool call of the daemon (attribution,
+   * `attributeCalls`): every change this process and the processes it
+   * starts make meanwhile is the call's. The call ends with the tool's exit
+   * status (1 when it threw).
+   */
+  private async attributed (call: ToolCall): Promise<ToolOutcome> {
+    const client = this.o.client
+    let id: number | null = null
+    if (this.o.attributeCalls !== false && this.attributing) {
+      try { id = (await client.callBegin({ tool: call.name, args: call.arguments, pid: process.pid })).call } catch { this.attributing = false }
+    }
+    let out: ToolOutcome | undefined
+    try {
+      out = await this.o.executeTool(call)
+      return out
+    } finally {
+      if (id !== null) await client.callEnd({ call: id, exitStatus: out?.exitStatus ?? 1 }).catch(() => {})
     }
   }
 

@@ -8,7 +8,7 @@
 import type { OpArgs, EffectBeginArgs } from '../proto/messages.js'
 import type { ApiArgs } from '../proto/api-args.js'
 import type { EffectBeginInfo, EffectInfo, EffectRegistration, GateInfo } from '../proto/effects.js'
-import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcReport, RunEndInfo, UndoInfo, PathHistoryEntry } from '../proto/messages.js'
+import type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcReport, RunEndInfo, UndoInfo, PathHistoryEntry, CallInfo } from '../proto/messages.js'
 
 export type { CandidateInfo, CheckpointInfo, RestoreInfo, DiffEntry, MemoryEntry, StatInfo, StatusInfo, GcPolicy, GcReport, RunEndInfo, UndoInfo, PathHistoryEntry } from '../proto/messages.js'
 
@@ -25,6 +25,17 @@ export interface EffectsApi {
   complete(req: OpArgs['effect_complete']): Promise<EffectInfo>
   reconcile(req: OpArgs['effect_reconcile']): Promise<EffectInfo>
   list(req: OpArgs['effect_list']): Promise<EffectInfo[]>
+}
+
+/**
+ * Tool calls (daemon/calls.ts implements them; DECISIONS.md "Attribution of
+ * changes to tool calls"): call_begin and call_end.
+ */
+export interface CallsApi {
+  /** begins a call whose processes are `pid` and every process it starts */
+  begin(req: ApiArgs<'call_begin'>): CallInfo
+  /** ends an open call (E_BAD_REQUEST for one that is not open) */
+  end(req: ApiArgs<'call_end'>): CallInfo
 }
 
 /** The daemon's operations. Every method throws an ApiError (proto/errors) with a stable code on bad input. */
@@ -71,6 +82,8 @@ export interface RewindApi {
   gc(req: ApiArgs<'gc'>): Promise<GcReport>
   /** the effect ledger, when the daemon keeps one (E_INTERNAL from the server otherwise) */
   readonly effects?: EffectsApi
+  /** tool calls for attribution, when the daemon keeps them (E_INTERNAL from the server otherwise) */
+  readonly calls?: CallsApi
   /**
    * Revert what the segment ending at checkpoint `id` changed, where no later change touched the same
    * paths (fs/history/undo.ts); with conflicts nothing is applied. `dryRun`: change nothing.

@@ -36,6 +36,7 @@ import { watchMount, stillMounted } from './mount-watch.js'
 import { Lifecycle } from './lifecycle.js'
 import { checkMountPoint, openStore } from './open.js'
 import { resumeWorkspace } from './resume.js'
+import { ToolCalls } from './calls.js'
 
 const run = promisify(execFile)
 
@@ -114,8 +115,11 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   }
 
   const live = ws
+  // tool calls: every change a call's processes make is attributed to it (daemon/calls.ts)
+  const calls = new ToolCalls(gens.calls)
+  if (calls.noCgroup !== null) log(`rewindfs: tool calls are attributed by process ancestry, not by cgroup (${calls.noCgroup})`)
   // constructed here, mounted once the server listens (a bad or busy port must fail before anything is mounted)
-  const fuse = workspaceMount(fuseLayer(), { mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live) })
+  const fuse = workspaceMount(fuseLayer(), { mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live), attribution: calls })
   // a full restore is announced to watchers by a helper process through the mount (daemon/announce.ts)
   gens.announce = async (a) => { await announce(a, o.dir, (x) => fuse.announceWith(x), log) }
 
@@ -129,6 +133,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
 
   /** Closes what OPENING opened, in reverse order (the store last). */
   const closeAll = async (): Promise<void> => {
+    calls.close()
     ws.close()
     try { fs.closeSync(dirFd) } catch {}
     await server?.close().catch(() => {})
@@ -232,6 +237,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir, xattrs: xattrIo }),
     unmount: beginUnmount,
     ledger,
+    calls,
     gc: async (policy) => {
       if (!life.is('MOUNTED')) throw new ApiError('E_NOT_MOUNTED', 'the workspace is unmounting; run rewindfs gc after the unmount (it opens the store itself)')
       if (gcRun) throw new ApiError('E_BUSY', 'a garbage collection is already running; wait for it to finish')

@@ -197,6 +197,12 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
     return api.effects
   }
 
+  /** The tool calls, or E_INTERNAL when this api keeps none. */
+  function calls (): NonNullable<RewindApi['calls']> {
+    if (api.calls === undefined) throw new ApiError('E_INTERNAL', 'this server attributes no tool calls')
+    return api.calls
+  }
+
   /** Dispatch a validated request (its arguments as the api takes them: proto/api-args.ts apiArgs); returns the result for `ok`. */
   async function dispatch (c: Conn, req: Request, encoding: Encoding): Promise<unknown> {
     switch (req.op) {
@@ -240,6 +246,8 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
         return r
       }
       case 'history': return await api.history(apiArgs(req))
+      case 'call_begin': return calls().begin(apiArgs(req))
+      case 'call_end': return calls().end(apiArgs(req))
       case 'subscribe': {
         c.events = new Set(req.events ?? EVENTS)
         c.eventEncoding = encoding

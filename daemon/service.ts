@@ -19,6 +19,7 @@ import type { ApiArgs } from '../proto/api-args.js'
 import { MAX_CANDIDATES, MAX_READ_LENGTH } from '../proto/validate.js'
 import type { Ledger } from '../effects/ledger.js'
 import { abandonedGenerations, recoveryOf } from '../effects/recovery.js'
+import type { ToolCalls } from './calls.js'
 
 export interface ServiceDeps {
   workspace: Workspace
@@ -46,6 +47,8 @@ export interface ServiceDeps {
   memory?: Memory
   /** the store's effect ledger (effects/ledger.ts); without it restores list no effects and effect ops fail */
   ledger?: Ledger
+  /** the tool calls changes are attributed to (daemon/calls.ts); without it call_begin and call_end fail */
+  calls?: ToolCalls
 }
 
 /** The daemon's RewindApi. */
@@ -54,10 +57,13 @@ export class Service implements RewindApi {
 
   /** the effect ledger's operations (server dispatch of effect_*) */
   readonly effects?: Ledger
+  /** the tool calls (server dispatch of call_begin, call_end) */
+  readonly calls?: ToolCalls
 
   constructor (private readonly d: ServiceDeps) {
     this.memory = d.memory ?? new Memory(d.generations.db)
     this.effects = d.ledger
+    this.calls = d.calls
   }
 
   async status (): Promise<StatusInfo> {
@@ -202,7 +208,7 @@ export class Service implements RewindApi {
       id = cp.parent
     }
     return lineage.slice(0, req.limit ?? MAX_CANDIDATES).map((c, i) => ({
-      id: c.id, step: lineage.length - 1 - i, label: c.label, time: c.time, branch: c.branch, meta: c.meta ?? null
+      id: c.id, step: lineage.length - 1 - i, label: c.label, time: c.time, branch: c.branch, meta: c.meta ?? null, ...(c.calls !== undefined ? { calls: c.calls } : {})
     }))
   }
 

@@ -12,6 +12,27 @@ import type { Ino } from '../base/types.js'
 /** Who is asking: from the FUSE request context. */
 export interface Caller { uid: number, gid: number }
 
+/**
+ * Attribution of changes to tool calls (DECISIONS.md "Attribution of
+ * changes to tool calls"): the low-level FUSE adapter asks it which open
+ * tool call the requesting process belongs to, at the requests that carry
+ * a live requester (create, mknod, mkdir, symlink, link, unlink, rmdir,
+ * rename, setattr, open, xattr changes), keeps that call on an open handle,
+ * and reports every inode a call changed (writes through the handle
+ * included, writeback or not). The daemon implements it (daemon/calls.ts);
+ * the live generation's record of it is fs/history/attribution.ts.
+ */
+export interface ChangeAttribution {
+  /** false while no tool call is open and no call's cgroup still holds processes: the adapter then asks nothing (no cost per request) */
+  readonly active: boolean
+  /** the tool call process `pid` (a thread id, as FUSE gives it) belongs to, or 0 for none; reads /proc, never the mount */
+  callOf(pid: number): number
+  /** inode `ino` was changed (created, written, renamed, unlinked, its attributes or entries changed) by call `call` (> 0) */
+  changed(ino: Ino, call: number): void
+  /** name `name` of directory `dir` was removed or renamed away by call `call` (a lower file deleted has no inode in the parent checkpoint to key it by) */
+  removedName(dir: Ino, name: string, call: number): void
+}
+
 /** The stat the adapter hands to the kernel. Times in ns since the epoch; size and blocks in bytes and 512-byte units. */
 export interface Stat {
   mode: number; uid: number; gid: number; size: number; nlink: number; ino: number; rdev: number

@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import { FuseMount } from './adapter.js'
 import { LowLevelMount, type KernelNodes } from './ll-adapter.js'
 import { requestCounts } from './binding.js'
-import type { FsOps, InodeOps, InvalidationPlan, RestoreAnnouncer } from '../fs/api.js'
+import type { ChangeAttribution, FsOps, InodeOps, InvalidationPlan, RestoreAnnouncer } from '../fs/api.js'
 
 /** The two layers: 'hl' libfuse 2.9 high-level (fuse-native), 'll' libfuse 3 low-level (fuse/ll). */
 export type FuseLayer = 'hl' | 'll'
@@ -44,6 +44,8 @@ export interface MountOptions {
   statfsPath: string
   durable?: (ino: number) => Promise<void>
   log?: (msg: string) => void
+  /** attribution of changes to tool calls (daemon/calls.ts); the low-level layer only (hl attributes nothing: fuse-native passes no pid) */
+  attribution?: ChangeAttribution
 }
 
 /** A mount of the workspace on `layer` (not mounted yet: call mount()). */

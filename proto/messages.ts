@@ -159,6 +159,66 @@ export interface PathHistoryEntry {
   below?: Integer
   /** the segment metadata given with the checkpoint's mark (null when none); only when the request asked (`meta`) */
   meta?: unknown
+  /** what each tool call of the segment changed, as the daemon attributed it (null when no tool call was open in the segment); only when the request asked (`meta`) */
+  calls?: SegmentAttribution | null
+}
+
+/** One path a tool call changed, as a segment's attribution lists it. */
+export interface CallFile {
+  /** workspace path, no leading '/' ('src/a.js') */
+  path: string
+  type: typeof FILE_TYPES[number]
+  /** size in bytes: at the checkpoint for created and modified paths, at the parent for deleted ones */
+  bytes: Integer
+  /** modified paths only: the size at the parent, bytes */
+  bytesBefore?: Integer
+  /** modified paths only: true when only attributes changed (mode, owner, times, xattrs) */
+  attrsOnly?: boolean
+}
+
+/**
+ * What one tool call changed in the segment that ends at a checkpoint
+ * (PROTOCOL.md "Attribution"). A path two calls changed is listed under
+ * both; each list holds at most 200 paths, `totals` counts them all.
+ */
+export interface CallChanges {
+  /** the call's id (call_begin), or null for the changes made by no tool call (other processes, the daemon's own restores) */
+  call: Integer | null
+  /** the tool's name as call_begin gave it (null for the changes of no call) */
+  tool: string | null
+  /** the call's arguments as JSON, cut to 200 characters (null for the changes of no call) */
+  args: string | null
+  /** how the call ended (call_end); null while it runs, or when it ended without one */
+  exitStatus: Integer | null
+  /** true when the call had not ended at the mark (its later changes go to the next segment) */
+  open: boolean
+  /** how processes were matched to the call: cgroup (a cgroup v2 leaf per call; every process the tool starts is in it) or pid (process ancestry; a process that left the tree, a daemonised one, is missed) */
+  mechanism: 'cgroup' | 'pid' | null
+  created: CallFile[]
+  modified: CallFile[]
+  deleted: CallFile[]
+  totals: { created: Integer; modified: Integer; deleted: Integer; bytesCreated: Integer; bytesModifiedDelta: Integer; bytesDeleted: Integer }
+}
+
+/** The daemon's attribution of a segment's changes to tool calls (stored with the checkpoint that ends the segment). */
+export interface SegmentAttribution {
+  /** the calls of the segment in the order they began, then (call null) what no call changed, when anything */
+  calls: CallChanges[]
+}
+
+/** Result of `call_begin` and `call_end`: one tool call as the daemon keeps it. */
+export interface CallInfo {
+  /** the call's id: every change its processes make is attributed to it */
+  call: Integer
+  tool: string
+  /** how its processes are matched: cgroup or pid (the fallback: no cgroup v2, or one could not be made; `reason` says why) */
+  mechanism: 'cgroup' | 'pid'
+  /** the cgroup v2 path of the call (relative to the cgroup mount), null with pid */
+  cgroup: string | null
+  /** with mechanism pid: why no cgroup was used */
+  reason?: string
+  /** call_end only: the exit status given */
+  exitStatus?: Integer | null
 }
 
 /** Kinds of inode. */
@@ -255,6 +315,8 @@ export interface CandidateInfo {
   branch: string
   /** the segment metadata given at mark time (any value), or null */
   meta: unknown
+  /** what each tool call of the segment changed, as the daemon attributed it; absent when no tool call was open in the segment */
+  calls?: SegmentAttribution
 }
 
 /** A rewind memory entry: any JSON object (a map with string keys). */
@@ -340,6 +402,8 @@ export interface OpArgs {
   gc: { keepLast?: Integer; abandonedAfterMs?: Integer; runIdleMs?: Integer; dryRun?: boolean }
   undo: { checkpoint: CheckpointId; dryRun?: boolean }
   history: { path: string; all?: boolean; limit?: Integer; meta?: boolean }
+  call_begin: { tool: string; args?: unknown; pid: Integer }
+  call_end: { call: Integer; exitStatus?: Integer }
   effect_register: { tool: string; class: EffectClass; exclude?: string[]; description?: string }
   effect_begin: EffectBeginArgs
   effect_compensate: EffectBeginArgs & { compensates: number }
@@ -374,6 +438,8 @@ export interface OpResults {
   gc: GcReport
   undo: UndoInfo
   history: PathHistoryEntry[]
+  call_begin: CallInfo
+  call_end: CallInfo
   effect_register: EffectRegistration
   effect_begin: EffectBeginInfo
   effect_compensate: EffectBeginInfo
@@ -385,7 +451,7 @@ export interface OpResults {
 }
 
 /** Every operation, in the order PROTOCOL.md lists them. */
-export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe', 'pin', 'run_end', 'gc', 'undo', 'history', 'effect_register', 'effect_begin', 'effect_compensate', 'effect_gate', 'effect_sent', 'effect_complete', 'effect_reconcile', 'effect_list'] as const
+export const OPS = ['hello', 'status', 'mark', 'restore', 'log', 'diff', 'stat', 'readdir', 'read', 'context', 'candidates', 'memory_add', 'memory_get', 'export', 'unmount', 'subscribe', 'pin', 'run_end', 'gc', 'undo', 'history', 'call_begin', 'call_end', 'effect_register', 'effect_begin', 'effect_compensate', 'effect_gate', 'effect_sent', 'effect_complete', 'effect_reconcile', 'effect_list'] as const
 
 /** An operation name. */
 export type Op = typeof OPS[number]

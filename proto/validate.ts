@@ -32,6 +32,11 @@ export const MAX_CANDIDATES = 80
 /** Longest rewind memory run name, in UTF-16 code units. */
 export const MAX_RUN_LENGTH = 200
 
+/** Largest process id accepted (Linux PID_MAX_LIMIT, 2^22). */
+export const MAX_PID = 4194304
+/** Largest magnitude of a call's exit status (an int32). */
+export const MAX_EXIT = 2147483647
+
 /** Most paths in one request's `paths` (restore). */
 export const MAX_PATHS = 10000
 
@@ -66,6 +71,8 @@ const FIELDS: { [O in Op]: readonly string[] } = {
   gc: ['keepLast', 'abandonedAfterMs', 'runIdleMs', 'dryRun'],
   undo: ['checkpoint', 'dryRun'],
   history: ['path', 'all', 'limit', 'meta'],
+  call_begin: ['tool', 'args', 'pid'],
+  call_end: ['call', 'exitStatus'],
   effect_register: ['tool', 'class', 'exclude', 'description'],
   effect_begin: ['tool', 'target', 'request', 'identity', 'run', 'attempt', 'preState', 'timeoutMs'],
   effect_compensate: ['compensates', 'tool', 'target', 'request', 'identity', 'run', 'attempt', 'preState', 'timeoutMs'],
@@ -391,6 +398,8 @@ export function validateRequest (msg: unknown): Request {
     })
     case 'undo': return compact({ ...env, op, checkpoint: r.checkpoint('checkpoint', true)!, dryRun: r.bool('dryRun', false) })
     case 'history': return compact({ ...env, op, path: r.path('path'), all: r.bool('all', false), limit: r.int('limit', false, 1, MAX_LOG_LIMIT), meta: r.bool('meta', false) })
+    case 'call_begin': return compact({ ...env, op, tool: r.name('tool', true, MAX_TOOL_LENGTH)!, args: r.value('args'), pid: r.int('pid', true, 1, MAX_PID, `a process id in 1..${MAX_PID}`)! })
+    case 'call_end': return compact({ ...env, op, call: r.int('call', true, 1, MAX_SAFE, 'a call id (a positive integer)')!, exitStatus: r.int('exitStatus', false, -MAX_EXIT, MAX_EXIT, `an exit status in -${MAX_EXIT}..${MAX_EXIT}`) })
     case 'effect_register': return compact({ ...env, op, tool: r.name('tool', true, MAX_TOOL_LENGTH)!, class: r.oneOf('class', true, EFFECT_CLASSES)!, exclude: r.pointers('exclude'), description: r.str('description', false, 0, 2000) })
     case 'effect_begin': return compact({ ...env, op, ...effectBegin(r) })
     case 'effect_compensate': return compact({ ...env, op, compensates: r.int('compensates', true, 1, MAX_SAFE, 'an occurrence id (a positive integer)')!, ...effectBegin(r) })

@@ -34,7 +34,7 @@ export function registerBisect (p: Command): void {
         const changes = await c.diff({ a: r.lastGood, b: r.firstBad })
         const cand = (await c.candidates({})).find(x => x.id === r.firstBad)
         const meta = cand?.meta ?? null
-        if (o.json) { console.log(JSON.stringify({ ...r, changes, meta })); return }
+        if (o.json) { console.log(JSON.stringify({ ...r, changes, meta, calls: cand?.calls ?? null })); return }
         const info = log.find(x => x.id === r.firstBad)
         console.log(`first failing checkpoint: #${r.firstBad}${info?.label ? ` (${info.label})` : ''}; the last passing one is #${r.lastGood} (${r.probes.length} probes over ${line.length} checkpoints)`)
         if (isSegmentMeta(meta)) {
@@ -42,6 +42,15 @@ export function registerBisect (p: Command): void {
           for (const t of meta.tools) console.log(`  tool ${t.name} ${t.args} -> ${t.exitStatus}`)
         } else if (meta !== null) console.log(`segment metadata: ${JSON.stringify(meta).slice(0, 400)}`)
         else console.log(cand ? 'segment metadata: none' : 'segment metadata: not on the current lineage\'s newest 80 (rewindfs log)')
+        if (cand?.calls !== undefined) {
+          console.log('tool calls of that segment and what each changed (the daemon\'s attribution):')
+          for (const c of cand.calls.calls) {
+            console.log(`  ${c.call === null ? 'no tool call' : `call ${c.call}: ${c.tool} ${c.args} -> ${c.exitStatus ?? (c.open ? 'running' : '?')}`}: +${c.totals.created} ~${c.totals.modified} -${c.totals.deleted}`)
+            for (const f of c.created) console.log(`    A /${f.path}`)
+            for (const f of c.modified) console.log(`    M /${f.path}`)
+            for (const f of c.deleted) console.log(`    D /${f.path}`)
+          }
+        }
         console.log(`changed in that segment (diff ${r.lastGood} ${r.firstBad}):`)
         for (const e of changes) console.log(`  ${CHANGE_LETTER[e.change]} ${showPath(e.path)}`)
         console.log(`undo it: rewindfs undo ${r.firstBad} --dry-run`)

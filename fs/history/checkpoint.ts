@@ -11,7 +11,8 @@
  * Cost: O(inodes and blocks dirtied since the last checkpoint), plus ≤ 4
  * table nodes written per changed inode, plus the per-path history index
  * keys of the changed inodes (path-index.ts: O(changed × (names + depth)));
- * unchanged inodes are never looked at.
+ * unchanged inodes are never looked at. When tool calls were open in the
+ * segment, their attribution (attribution.ts: one diff of the segment).
  */
 import { createHash } from 'node:crypto'
 import type { InodeRecord } from '../inode.js'
@@ -22,6 +23,7 @@ import type { CheckpointInfo } from '../../proto/messages.js'
 import { type CheckpointRecord, checkpointInfo } from './records.js'
 import type { History } from './history.js'
 import { keysAtMark, putSegmentKeys } from './path-index.js'
+import { attributeSegment } from './attribution.js'
 
 /** What a mark stores with its checkpoint: a label, the agent's context (any msgpack value), segment metadata. */
 export interface MarkRequest { label?: string, context?: unknown, meta?: unknown }
@@ -40,6 +42,8 @@ export async function sealCheckpoint (g: History, ws: Workspace, req: MarkReques
   ws.sealAll() // may fail (E_NO_SPACE): then nothing but some sealed blocks changed
   g.inodes = g.liveInodes(ws)
   const { table, dirtyBytes } = ws.fold()
+  // the tool calls' changes up to the cut (attribution.ts); null when no call was open in the segment
+  const taken = g.calls.take()
   // the fold above keeps the live state as it is; what follows is undone if it is not written
   const before = { head: g.state.head, generation: g.state.generation, nextCheckpoint: g.state.nextCheckpoint, live: g.state.live, headRoot: g.headRoot }
   const br = g.branches.get(g.state.branch)!
@@ -70,6 +74,7 @@ export async function sealCheckpoint (g: History, ws: Workspace, req: MarkReques
     // while the packs are fsynced, and goes in the same batch
     const [histKeys] = await Promise.all([keysAtMark(g, before.head, table), g.blocks.sync()])
     putSegmentKeys(batch, id, histKeys)
+    if (taken !== null) cp.calls = await attributeSegment(g, ws, before.head, table, taken)
     if (before.head !== null && g.checkpoints.has(before.head)) cp.hist = before.head
     g.blocks.commitTo(batch)
     cp.ms = performance.now() - t0
@@ -85,6 +90,7 @@ export async function sealCheckpoint (g: History, ws: Workspace, req: MarkReques
     // not written: the live state stays the folded table, unpersisted, so
     // the next mark or fsync writes it; the checkpoint never existed
     unpersist(assigned)
+    if (taken !== null) g.calls.putBack(taken)
     Object.assign(g.state, { head: before.head, generation: before.generation, nextCheckpoint: before.nextCheckpoint, live: before.live })
     g.headRoot = before.headRoot
     br.head = brHead

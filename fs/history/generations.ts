@@ -30,6 +30,7 @@ import { undoSegment } from './undo.js'
 import { type PathHistoryOptions, pathHistory } from './path-history.js'
 import { backfillIndex } from './path-index.js'
 import type { History } from './history.js'
+import { CallLog } from './attribution.js'
 
 export type { BranchRecord, CheckpointRecord, StoreState } from './records.js'
 export type { RestoreIntent } from './journal.js'
@@ -66,6 +67,8 @@ export class Generations implements History {
    * nobody is told (tests without a mount).
    */
   announce: ((a: Announcement) => Promise<void>) | null = null
+  /** the live generation's changes by tool call (attribution.ts); each mark takes them */
+  readonly calls = new CallLog()
 
   constructor (readonly db: StoreDb, readonly blocks: { sync(): Promise<void>, commitTo(b: StoreBatch): void }, public state: StoreState) {
     this.inodes = state.inodes

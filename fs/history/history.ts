@@ -14,6 +14,7 @@ import type { Workspace } from '../workspace.js'
 import type { StoreDb, StoreBatch } from '../../store/db.js'
 import type { BranchRecord, CheckpointRecord, StoreState } from './records.js'
 import type { Announcement } from './announce.js'
+import type { CallLog } from './attribution.js'
 
 /** One store's generations, checkpoints and branches, as the algorithms see them (members documented on Generations). */
 export interface History extends TableSource, RecordReader {
@@ -36,6 +37,8 @@ export interface History extends TableSource, RecordReader {
   intentOpen: boolean
   /** tells watchers of a restore (announce.ts); null: nobody is told */
   announce: ((a: Announcement) => Promise<void>) | null
+  /** the live generation's changes by tool call (attribution.ts); each mark takes them */
+  readonly calls: CallLog
   /** the inode table of checkpoint `id` (unknown → E_UNKNOWN_CHECKPOINT) */
   tableOf(id: CheckpointId): Promise<TableNode>
   /** runs `fn` while no mark, fsync or restore runs */

@@ -80,7 +80,7 @@ export async function pathHistory (g: History, ws: Workspace, path: string, o: P
     const x = parent === null ? null : await recordAt(parent, tp!)
     const e = await compare(g, ws, tp, tc, x, y)
     if (e === null) continue
-    out.push({ checkpoint: id, parent, branch: cp.branch, time: cp.time, label: cp.label, ...e, ...(o.meta === true ? { meta: cp.meta ?? null } : {}) })
+    out.push({ checkpoint: id, parent, branch: cp.branch, time: cp.time, label: cp.label, ...e, ...(o.meta === true ? { meta: cp.meta ?? null, calls: cp.calls ?? null } : {}) })
   }
   return out
 }

@@ -5,7 +5,7 @@
  * conversion; every module of fs/history reads and writes these.
  */
 import type { CheckpointId, GenerationId } from '../../base/types.js'
-import type { CheckpointInfo } from '../../proto/messages.js'
+import type { CheckpointInfo, SegmentAttribution } from '../../proto/messages.js'
 
 /** Persisted checkpoint (kind `checkpoint`, key = id). */
 export interface CheckpointRecord {
@@ -25,6 +25,12 @@ export interface CheckpointRecord {
   context: string | null
   /** segment metadata given with the mark */
   meta: unknown
+  /**
+   * the daemon's attribution of the segment's changes to tool calls
+   * (attribution.ts); absent when no tool call was open in the segment.
+   * An optional field: builds before it ignore it (no format change).
+   */
+  calls?: SegmentAttribution
   /** garbage collection never removes a pinned checkpoint (absent: false) */
   pinned?: boolean
   /**

@@ -206,6 +206,16 @@ class AsyncClient:
         """history(path, meta=True): which checkpoint (and which tool call or step, by its segment metadata) changed `path`."""
         return await self.history(path, all_branches, limit, True)
 
+    async def call_begin(self, tool: str, pid: Optional[int] = None, args: Any = None) -> Dict[str, Any]:
+        """Begin a tool call (PROTOCOL.md "Attribution"): every change process `pid` (default: this process, os.getpid())
+        and the processes it starts make until call_end is attributed to the call in the next checkpoint's `calls`;
+        CallInfo {call, tool, mechanism, cgroup}. Call it before starting the tool."""
+        return await self.call("call_begin", tool=tool, pid=os.getpid() if pid is None else pid, args=args)
+
+    async def call_end(self, call: int, exit_status: Optional[int] = None) -> Dict[str, Any]:
+        """End tool call `call` with the tool's `exit_status` (0 success); CallInfo."""
+        return await self.call("call_end", call=call, exitStatus=exit_status)
+
     async def log(self, branch: Optional[str] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """CheckpointInfo of every checkpoint (or of `branch`), newest first, at most `limit`."""
         return await self.call("log", branch=branch, limit=limit)

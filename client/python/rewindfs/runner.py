@@ -12,6 +12,11 @@ checkpoint plus the whole rewind memory as one user message.
     model(messages, tools) -> {"content": str, "tool_calls": [{"id", "name", "arguments": dict}]}
     execute_tool(call) -> any JSON result
 Both may be plain functions or coroutines.
+
+With attribute_calls (default) each of the agent's tools runs inside a tool
+call of the daemon (call_begin/call_end with this process's pid), so the next
+checkpoint lists what it changed; with localise=True the runner also offers
+backtrack_localise and answers it (tools.backtrack_localise).
 """
 from __future__ import annotations
 
@@ -22,7 +27,8 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Union
 
 from .aio import AsyncClient
 from .errors import RewindError
-from .tools import BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, BACKTRACK_TOOLS, REWIND_DEPTHS, ToolArgumentError, backtrack_candidates, backtrack_commit, render_memory
+from .tools import (BACKTRACK_CANDIDATES, BACKTRACK_COMMIT, BACKTRACK_LOCALISE, BACKTRACK_TOOLS, DEFAULT_PROBE_TIMEOUT, LOCALISE_TOOL, REWIND_DEPTHS,
+                    ToolArgumentError, backtrack_candidates, backtrack_commit, backtrack_localise, render_memory)
 
 Message = Dict[str, Any]
 Model = Callable[[List[Message], List[Dict[str, Any]]], Union[Dict[str, Any], Awaitable[Dict[str, Any]]]]
@@ -52,12 +58,15 @@ class Runner:
 
     def __init__(self, client: AsyncClient, model: Model, execute_tool: ExecuteTool, run: str,
                  tools: Optional[List[Dict[str, Any]]] = None, rewind_budget: Optional[int] = None, max_turns: int = 200,
-                 rewind_depth: str = "both") -> None:
+                 rewind_depth: str = "both", localise: bool = False, localise_timeout: float = DEFAULT_PROBE_TIMEOUT,
+                 attribute_calls: bool = True) -> None:
         if rewind_depth not in REWIND_DEPTHS:
             raise ValueError(f"rewind_depth must be one of {', '.join(REWIND_DEPTHS)}, not {rewind_depth!r}")
         self.client, self.model, self.execute_tool, self.run_name = client, model, execute_tool, run
         self.rewind_depth = rewind_depth
-        self.tools = list(tools or []) + BACKTRACK_TOOLS
+        self.tools = list(tools or []) + BACKTRACK_TOOLS + ([LOCALISE_TOOL] if localise else [])
+        self.localise, self.localise_timeout = localise, localise_timeout
+        self.attribute_calls = attribute_calls
         self.rewind_budget = rewind_budget
         self.max_turns = max_turns
 
@@ -111,14 +120,38 @@ class Runner:
                         result = await backtrack_candidates(self.client, call.get("arguments") or {})
                     except ToolArgumentError as e:
                         result = {"error": str(e), "field": e.field}
-                else:
+                elif call["name"] == BACKTRACK_LOCALISE and self.localise:
                     try:
-                        result = await _maybe(self.execute_tool(call))
-                    except Exception as e:  # the tool's failure is the model's to read
-                        result = {"error": str(e)}
+                        result = await backtrack_localise(self.client, call.get("arguments") or {}, self.localise_timeout)
+                    except ToolArgumentError as e:
+                        result = {"error": str(e), "field": e.field}
+                else:
+                    result = await self._attributed(call)
                 messages = messages + [self._answer(call, result)]
         res.messages = messages
         return res
+
+    async def _attributed(self, call: Dict[str, Any]) -> Any:
+        """Run the agent's own tool inside a tool call of the daemon (call_begin with this process's pid, call_end
+        after), so the next checkpoint lists what it changed; a daemon without call_begin is used without (once)."""
+        cid = None
+        if self.attribute_calls:
+            try:
+                cid = (await self.client.call_begin(call["name"], args=call.get("arguments")))["call"]
+            except (RewindError, AttributeError):  # a daemon (or a stand-in client) without call_begin
+                self.attribute_calls = False
+        status = 0
+        try:
+            return await _maybe(self.execute_tool(call))
+        except Exception as e:  # the tool's failure is the model's to read
+            status = 1
+            return {"error": str(e)}
+        finally:
+            if cid is not None:
+                try:
+                    await self.client.call_end(cid, status)
+                except RewindError:
+                    pass
 
     @staticmethod
     def _answer(call: Dict[str, Any], result: Any) -> Message:

@@ -108,6 +108,12 @@ class Client:
     def blame(self, path: str, all_branches: Optional[bool] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         return self._run(self.aio.blame(path, all_branches, limit))
 
+    def call_begin(self, tool: str, pid: Optional[int] = None, args: Any = None) -> Dict[str, Any]:
+        return self._run(self.aio.call_begin(tool, pid, args))
+
+    def call_end(self, call: int, exit_status: Optional[int] = None) -> Dict[str, Any]:
+        return self._run(self.aio.call_end(call, exit_status))
+
     def log(self, branch: Optional[str] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         return self._run(self.aio.log(branch, limit))
 
