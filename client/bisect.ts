@@ -61,17 +61,20 @@ export async function bisect (line: CheckpointId[], check: (id: CheckpointId) =>
  * directory under os.tmpdir(), written by the daemon's export and removed
  * afterwards; the live workspace is never touched. Exit status 0 passes.
  * `quiet` discards the command's output (else it goes to stderr).
+ * `timeoutMs` (default: none): the command is killed (SIGKILL) after that
+ * long and the probe fails with exit status 137.
  */
-export async function probeInExport (client: RewindClient, id: CheckpointId, cmd: string[], quiet = false): Promise<Probe> {
+export async function probeInExport (client: Pick<RewindClient, 'export'>, id: CheckpointId, cmd: string[], quiet = false, timeoutMs?: number): Promise<Probe> {
   const t0 = performance.now()
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), `rewindfs-bisect-${id}-`))
   try {
     await client.export({ id, dir })
     const child = spawn(cmd[0], cmd.slice(1), { cwd: dir, stdio: ['ignore', quiet ? 'ignore' : process.stderr, quiet ? 'ignore' : process.stderr] })
+    const timer = timeoutMs === undefined ? null : setTimeout(() => child.kill('SIGKILL'), timeoutMs)
     const code = await new Promise<number>((resolve, reject) => {
       child.on('error', (e: NodeJS.ErrnoException) => reject(new Error(`cannot run ${cmd[0]}: ${e.code === 'ENOENT' ? 'command not found' : e.message}`)))
       child.on('exit', (c, sig) => resolve(c ?? (sig ? 128 + (os.constants.signals[sig] ?? 0) : 1)))
-    })
+    }).finally(() => { if (timer !== null) clearTimeout(timer) })
     return { checkpoint: id, fails: code !== 0, exitStatus: code, ms: performance.now() - t0 }
   } finally {
     await fs.rm(dir, { recursive: true, force: true })

@@ -2,9 +2,10 @@
  * The two backtrack tools, as JSON-schema function definitions in the
  * shapes the tool-calling APIs accept, and what they do:
  *
- * - backtrack_candidates(reason) → up to 80 earlier checkpoints of the
+ * - backtrack_candidates(reason, files?) → up to 80 earlier checkpoints of the
  *   current lineage, newest first: {id, step, label, time (ms since the
- *   epoch), branch, eta (one-line summary of the segment that ended there)}.
+ *   epoch), branch, eta (one-line summary of the segment that ended there)},
+ *   and with `files` the files each segment changed (segmentFiles).
  * - backtrack_commit(checkpoint_id, memory, reason) → adds the memory note
  *   to the run's rewind memory, then restores that checkpoint. The runner
  *   (runner.ts) then rebuilds the context from the checkpoint.
@@ -12,16 +13,18 @@
  * OpenAI-style: {type: 'function', function: {name, description, parameters}}.
  * Anthropic-style: {name, description, input_schema}.
  */
-import type { CandidateInfo, CheckpointId, RestoreInfo } from '../proto/messages.js'
+import type { CandidateInfo, CheckpointId, DiffEntry, RestoreInfo } from '../proto/messages.js'
 import type { RewindClient } from './client.js'
 import type { ToolSpec } from './chat.js'
 import { addMemory, MEMORY_NOTE_SCHEMA, validateMemoryNote, type MemoryNote, type MemoryRecord } from './memory.js'
-import { summarizeSegment } from './segment.js'
+import { isSegmentMeta, summarizeSegment } from './segment.js'
 import { effectView, type EffectView } from './effects.js'
 import { MAX_CANDIDATES } from '../proto/validate.js'
 
 export const BACKTRACK_CANDIDATES = 'backtrack_candidates'
 export const BACKTRACK_COMMIT = 'backtrack_commit'
+/** Most files listed per candidate by backtrack_candidates with `files` (the rest are counted in files_more). */
+export const MAX_CANDIDATE_FILES = 30
 /** Most candidates listed: the protocol's bound (proto/validate.ts). */
 export { MAX_CANDIDATES }
 /** Longest `reason`, UTF-16 code units. */
@@ -55,7 +58,10 @@ export const backtrackCandidatesSpec: ToolSpec = {
   description: `List up to ${MAX_CANDIDATES} earlier checkpoints you can go back to, newest first. Each checkpoint is a decision boundary where both the workspace and your context were saved: id, step (0 = the oldest), label, time (ms since the Unix epoch), branch, and eta: a summary of the segment that ended there (tool calls with exit status, files created ~modified and deleted with byte counts). Call it when the work has gone wrong in a way that is cheaper to undo than to repair.`,
   parameters: {
     type: 'object',
-    properties: { reason: { type: 'string', maxLength: REASON_MAX, description: 'Why you are considering a rewind.' } },
+    properties: {
+      reason: { type: 'string', maxLength: REASON_MAX, description: 'Why you are considering a rewind.' },
+      files: { type: 'boolean', description: `Also list, per candidate, the files its segment changed ("A path" added, "M path" modified, "D path" deleted, "m path" attributes only; with the tool call that changed each when it is known), at most ${MAX_CANDIDATE_FILES} per candidate. Use it to find the step that touched a file that is now wrong.` },
+    },
     required: ['reason'],
     additionalProperties: false,
   },
@@ -84,9 +90,12 @@ export const backtrackToolsOpenAi: readonly OpenAiTool[] = backtrackTools.map(to
 /** Both tools, Anthropic-style. */
 export const backtrackToolsAnthropic: readonly AnthropicTool[] = backtrackTools.map(toAnthropicTool)
 
-/** True when `name` is one of the two backtrack tools. */
+/** Name of the localise tool (client/localise.ts), offered by the runner with `localise`. */
+export const BACKTRACK_LOCALISE = 'backtrack_localise'
+
+/** True when `name` is one of the backtrack tools (candidates, commit, localise). */
 export function isBacktrackTool (name: string): boolean {
-  return name === BACKTRACK_CANDIDATES || name === BACKTRACK_COMMIT
+  return name === BACKTRACK_CANDIDATES || name === BACKTRACK_COMMIT || name === BACKTRACK_LOCALISE
 }
 
 /** Tool arguments that do not fit the schema; `field` names the argument. */
@@ -112,10 +121,11 @@ function onlyFields (o: Record<string, unknown>, fields: readonly string[]): voi
   for (const k of Object.keys(o)) if (!fields.includes(k)) throw new ToolArgumentError(k, `unknown argument ${k}; the arguments are ${fields.join(', ')}`)
 }
 
-/** Validate backtrack_candidates arguments; resolves to the reason. */
-export function parseCandidatesArgs (args: Record<string, unknown>): { reason: string } {
-  onlyFields(args, ['reason'])
-  return { reason: checkReason(args.reason) }
+/** Validate backtrack_candidates arguments: the reason, and `files` (default false). */
+export function parseCandidatesArgs (args: Record<string, unknown>): { reason: string, files: boolean } {
+  onlyFields(args, ['reason', 'files'])
+  if (args.files !== undefined && args.files !== null && typeof args.files !== 'boolean') throw new ToolArgumentError('files', 'files must be true or false')
+  return { reason: checkReason(args.reason), files: args.files === true }
 }
 
 /** Validate backtrack_commit arguments (memory with validateMemoryNote; its errors become ToolArgumentError on `memory.<field>`). */
@@ -136,8 +146,15 @@ export function parseCommitArgs (args: Record<string, unknown>): CommitArgs {
   return out
 }
 
-/** One candidate as backtrack_candidates answers it. */
-export interface CandidateView { id: CheckpointId; step: number; label: string | null; time: number; branch: string; eta: string }
+/**
+ * One candidate as backtrack_candidates answers it. With `files`: the
+ * files its segment changed, one line each ("A path", "M path", "D path",
+ * "m path" for attributes only, "T path" for a change of kind; " (call N:
+ * tool)" added when the daemon attributed it), at most MAX_CANDIDATE_FILES,
+ * `files_more` counting the rest; absent when not known (the oldest listed
+ * candidate without segment metadata: its parent is not listed).
+ */
+export interface CandidateView { id: CheckpointId; step: number; label: string | null; time: number; branch: string; eta: string; files?: string[]; files_more?: number }
 
 /** The candidate as the tool shows it: the segment metadata summarised to one line. */
 export function candidateView (c: CandidateInfo): CandidateView {
@@ -150,15 +167,53 @@ export function candidateView (c: CandidateInfo): CandidateView {
  * current branch (newest 20), which a rewind does not undo (each with the
  * checkpoint it happened after). A client without effect_list lists none.
  */
-export async function backtrackCandidates (client: Pick<RewindClient, 'candidates'> & Partial<Pick<RewindClient, 'effectList' | 'status'>>, args: Record<string, unknown>, limit = MAX_CANDIDATES): Promise<{ candidates: CandidateView[], external_effects: EffectView[] }> {
-  parseCandidatesArgs(args)
+export async function backtrackCandidates (client: Pick<RewindClient, 'candidates'> & Partial<Pick<RewindClient, 'effectList' | 'status' | 'diff'>>, args: Record<string, unknown>, limit = MAX_CANDIDATES): Promise<{ candidates: CandidateView[], external_effects: EffectView[] }> {
+  const a = parseCandidatesArgs(args)
   const list = await client.candidates({ limit: Math.min(Math.max(1, limit), MAX_CANDIDATES) })
+  const views = list.map(candidateView)
+  if (a.files) {
+    for (let i = 0; i < list.length; i++) {
+      const lines = await segmentFiles(client, list[i], list[i + 1]?.id ?? null)
+      if (lines === null) continue
+      views[i].files = lines.slice(0, MAX_CANDIDATE_FILES)
+      if (lines.length > MAX_CANDIDATE_FILES) views[i].files_more = lines.length - MAX_CANDIDATE_FILES
+    }
+  }
   let effects: EffectView[] = []
   if (client.effectList !== undefined && client.status !== undefined) {
     const branch = (await client.status()).branch
     effects = (await client.effectList({ branch, limit: 20 })).map(effectView)
   }
-  return { candidates: list.map(candidateView), external_effects: effects }
+  return { candidates: views, external_effects: effects }
+}
+
+const LETTER: Record<DiffEntry['change'], string> = { added: 'A', deleted: 'D', modified: 'M', meta: 'm', type: 'T' }
+
+/**
+ * The files the segment ending at candidate `c` changed, one line each
+ * (CandidateView.files), from the first that knows: the daemon's
+ * attribution (`calls`: each line names its call), the recorder's segment
+ * metadata (its lists, cut at 200 per kind), or the diff from `parent`
+ * (the next older candidate) to `c`; null when none does.
+ */
+export async function segmentFiles (client: Partial<Pick<RewindClient, 'diff'>>, c: CandidateInfo, parent: CheckpointId | null): Promise<string[] | null> {
+  if (c.calls !== undefined) {
+    const out: string[] = []
+    for (const k of c.calls.calls) {
+      const by = k.call === null ? '' : ` (call ${k.call}: ${k.tool})`
+      for (const f of k.created) out.push(`A ${f.path}${by}`)
+      for (const f of k.modified) out.push(`${f.attrsOnly === true ? 'm' : 'M'} ${f.path}${by}`)
+      for (const f of k.deleted) out.push(`D ${f.path}${by}`)
+    }
+    return out
+  }
+  if (isSegmentMeta(c.meta)) {
+    const f = c.meta.files
+    return [...f.created.map(x => `A ${x.path}`), ...f.modified.map(x => `${x.attrsOnly ? 'm' : 'M'} ${x.path}`), ...f.deleted.map(x => `D ${x.path}`)]
+  }
+  if (parent === null || client.diff === undefined) return null
+  const d = await client.diff({ a: parent, b: c.id })
+  return d.filter(e => e.path !== '/').map(e => `${LETTER[e.change]} ${e.path.replace(/^\/+/, '')}`)
 }
 
 /** What a committed backtrack did. */

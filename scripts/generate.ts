@@ -13,7 +13,8 @@
  *   `encoding`). Shapes only: the field rules (ranges, paths, run names)
  *   are PROTOCOL.md's and proto/validate.ts's.
  * - client/python/rewindfs/backtrack_tools.json: the backtrack tool
- *   definitions of client/tools.ts, for the Python package.
+ *   definitions of client/tools.ts (`tools`) and the localise tool of
+ *   client/localise.ts (`localise`), for the Python package.
  * - client/python/rewindfs/constants.py: the protocol facts the Python
  *   package uses (file names, the runtime directory's environment
  *   variable, the protocol version, limits), from proto/.
@@ -29,6 +30,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createGenerator, type Definition } from 'ts-json-schema-generator'
 import { backtrackTools } from '../client/tools.js'
+import { backtrackLocaliseSpec } from '../client/localise.js'
 import { CONNECTION_FILE, TOKEN_FILE } from '../proto/messages.js'
 import { ROOT_RUNTIME_DIR, RUNTIME_DIR_ENV } from '../proto/discovery.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
@@ -143,7 +145,7 @@ export function pythonConstants (): string {
 export function generatedFiles (root: string = ROOT): Map<string, string> {
   return new Map([
     [SCHEMA_FILE, JSON.stringify(protocolSchema(root), null, 2) + '\n'],
-    [TOOLS_FILE, JSON.stringify({ $comment: 'Generated from client/tools.ts by scripts/generate.ts: do not edit.', tools: backtrackTools }, null, 2) + '\n'],
+    [TOOLS_FILE, JSON.stringify({ $comment: 'Generated from client/tools.ts by scripts/generate.ts: do not edit.', tools: backtrackTools, localise: backtrackLocaliseSpec }, null, 2) + '\n'],
     [PY_CONSTANTS_FILE, pythonConstants()],
   ])
 }

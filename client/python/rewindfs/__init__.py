@@ -10,9 +10,10 @@ from .discover import discover, discovery_key, runtime_dirs
 from .errors import RewindError
 from .runner import Runner, RunResult
 from .sync import Client
-from .tools import BACKTRACK_TOOLS, ToolArgumentError, anthropic_tools, backtrack_candidates, backtrack_commit, openai_tools
+from .tools import BACKTRACK_TOOLS, LOCALISE_TOOL, ToolArgumentError, anthropic_tools, backtrack_candidates, backtrack_commit, backtrack_localise, openai_tools
 
 __all__ = ["AsyncClient", "Client", "RewindError", "discover", "discovery_key", "runtime_dirs", "Runner", "RunResult",
-           "BACKTRACK_TOOLS", "openai_tools", "anthropic_tools", "backtrack_candidates", "backtrack_commit", "ToolArgumentError",
+           "BACKTRACK_TOOLS", "LOCALISE_TOOL", "openai_tools", "anthropic_tools", "backtrack_candidates", "backtrack_commit",
+           "backtrack_localise", "ToolArgumentError",
            "PROTOCOL_VERSION"]
 __version__ = "0.1.0"

@@ -1,6 +1,7 @@
 """The backtrack tools (client/tools.ts): backtrack_candidates and
 backtrack_commit, as function definitions for tool-calling APIs, and what
-they do.
+they do; and backtrack_localise (client/localise.ts), which runs a check
+over the candidates (binary search, each probe in a scratch export).
 
 The definitions are generated from client/tools.ts into backtrack_tools.json
 (scripts/generate.ts; the suite checks the copy is up to date), so both
@@ -8,8 +9,12 @@ clients offer the model the same tools.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 from typing import Any, Awaitable, Callable, Dict, List, Optional
 
@@ -22,10 +27,17 @@ with open(os.path.join(_HERE, "backtrack_tools.json"), encoding="utf-8") as _f:
 
 BACKTRACK_CANDIDATES = "backtrack_candidates"
 BACKTRACK_COMMIT = "backtrack_commit"
+BACKTRACK_LOCALISE = "backtrack_localise"
+MAX_CANDIDATE_FILES = 30
+"""Most files listed per candidate by backtrack_candidates with files (client/tools.ts MAX_CANDIDATE_FILES)."""
+DEFAULT_PROBE_TIMEOUT = 120.0
+"""Default longest run of one localise probe, seconds (client/localise.ts)."""
 NOTE_FIELDS = ("tried", "why_abandoned", "instead", "facts", "milestones")
 
 #: provider-neutral: [{name, description, parameters}]
 BACKTRACK_TOOLS: List[Dict[str, Any]] = _DEFS["tools"]
+#: the localise tool, offered by the runner with localise=True: {name, description, parameters}
+LOCALISE_TOOL: Dict[str, Any] = _DEFS["localise"]
 
 
 def openai_tools() -> List[Dict[str, Any]]:
@@ -81,11 +93,139 @@ def parse_commit_args(args: Dict[str, Any]) -> Dict[str, Any]:
     return {"checkpoint_id": cid, "memory": {k: mem[k] for k in NOTE_FIELDS}, "reason": reason, "depth": depth}
 
 
+_LETTER = {"added": "A", "deleted": "D", "modified": "M", "meta": "m", "type": "T"}
+
+
+async def segment_files(client: AsyncClient, c: Dict[str, Any], parent: Optional[int]) -> Optional[List[str]]:
+    """The files the segment ending at candidate `c` changed, one line each ("A path", "M path", "D path", "m path",
+    "T path"; " (call N: tool)" when the daemon attributed it): from the daemon's attribution (`calls`), else the
+    recorder's segment metadata, else the diff from `parent` (the next older candidate); None when none knows
+    (client/tools.ts segmentFiles)."""
+    calls = c.get("calls")
+    if calls:
+        out: List[str] = []
+        for k in calls["calls"]:
+            by = "" if k["call"] is None else f" (call {k['call']}: {k['tool']})"
+            out += [f"A {f['path']}{by}" for f in k["created"]]
+            out += [f"{'m' if f.get('attrsOnly') else 'M'} {f['path']}{by}" for f in k["modified"]]
+            out += [f"D {f['path']}{by}" for f in k["deleted"]]
+        return out
+    meta = c.get("meta")
+    if isinstance(meta, dict) and meta.get("kind") == "rewindfs.segment/1":
+        f = meta["files"]
+        return [f"A {x['path']}" for x in f["created"]] + [f"{'m' if x.get('attrsOnly') else 'M'} {x['path']}" for x in f["modified"]] + [f"D {x['path']}" for x in f["deleted"]]
+    if parent is None:
+        return None
+    return [f"{_LETTER[e['change']]} {e['path'].lstrip('/')}" for e in await client.diff(parent, c["id"]) if e["path"] != "/"]
+
+
 async def backtrack_candidates(client: AsyncClient, args: Dict[str, Any], limit: int = MAX_CANDIDATES) -> Dict[str, Any]:
-    """Run backtrack_candidates: {candidates: [{id, step, label, time, branch, meta}]}, newest first."""
+    """Run backtrack_candidates: {candidates: [{id, step, label, time, branch, meta}]}, newest first; with
+    args files=True each candidate also has `files` (segment_files, at most MAX_CANDIDATE_FILES; `files_more` the rest)."""
+    for k in args:
+        if k not in ("reason", "files"):
+            raise ToolArgumentError(k, f"unknown argument {k}; the arguments are reason, files")
     if not isinstance(args.get("reason"), str):
         raise ToolArgumentError("reason", "reason must be a string")
-    return {"candidates": await client.candidates(max(1, min(limit, MAX_CANDIDATES)))}
+    files = args.get("files")
+    if files is not None and not isinstance(files, bool):
+        raise ToolArgumentError("files", "files must be true or false")
+    cands = await client.candidates(max(1, min(limit, MAX_CANDIDATES)))
+    if files:
+        for i, c in enumerate(cands):
+            lines = await segment_files(client, c, cands[i + 1]["id"] if i + 1 < len(cands) else None)
+            if lines is None:
+                continue
+            c["files"] = lines[:MAX_CANDIDATE_FILES]
+            if len(lines) > MAX_CANDIDATE_FILES:
+                c["files_more"] = len(lines) - MAX_CANDIDATE_FILES
+    return {"candidates": cands}
+
+
+def parse_localise_args(args: Dict[str, Any]) -> Dict[str, Any]:
+    """Check backtrack_localise arguments {command, good?, bad?, reason}; raise ToolArgumentError."""
+    for k in args:
+        if k not in ("command", "good", "bad", "reason"):
+            raise ToolArgumentError(k, f"unknown argument {k}; the arguments are command, good, bad, reason")
+    cmd = args.get("command")
+    if not isinstance(cmd, list) or not cmd or len(cmd) > 256 or not all(isinstance(x, str) for x in cmd) or cmd[0] == "":
+        raise ToolArgumentError("command", "command must be an array of 1..256 strings, the program first (e.g. [\"npm\", \"test\"])")
+    if not isinstance(args.get("reason"), str):
+        raise ToolArgumentError("reason", "reason must be a string")
+    out: Dict[str, Any] = {"command": cmd, "reason": args["reason"], "good": None, "bad": None}
+    for f in ("good", "bad"):
+        v = args.get(f)
+        if v is None:
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ToolArgumentError(f, f"{f} must be a checkpoint id (an integer ≥ 1) from backtrack_candidates")
+        out[f] = v
+    return out
+
+
+async def probe_in_export(client: AsyncClient, checkpoint: int, command: List[str], timeout: float = DEFAULT_PROBE_TIMEOUT) -> Dict[str, Any]:
+    """Run `command` in a scratch export of `checkpoint` (a temporary directory, removed after; never the
+    workspace); {checkpoint, fails, exit_status}. A probe longer than `timeout` seconds is killed and fails (137)."""
+    d = tempfile.mkdtemp(prefix=f"rewindfs-bisect-{checkpoint}-")
+    try:
+        await client.export(checkpoint, d)
+        try:
+            proc = await asyncio.create_subprocess_exec(*command, cwd=d, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except OSError as e:
+            raise ToolArgumentError("command", f"cannot run {command[0]}: {e.strerror or e}")
+        try:
+            code = await asyncio.wait_for(proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            code = 137
+        if code < 0:
+            code = 128 - code
+        return {"checkpoint": checkpoint, "fails": code != 0, "exit_status": code}
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+async def backtrack_localise(client: AsyncClient, args: Dict[str, Any], timeout: float = DEFAULT_PROBE_TIMEOUT) -> Dict[str, Any]:
+    """Run backtrack_localise (client/localise.ts): binary search over the candidates (oldest first, cut to
+    [good, bad]) for the first at which the check fails, each probe in a scratch export; at most
+    2 + ceil(log2(n)) probes. {first_bad, last_good, label, probes, files (, files_more)}. Raises
+    ToolArgumentError when good or bad is not a candidate, good is not older, or the check fails at good or passes at bad."""
+    a = parse_localise_args(args)
+    cands = await client.candidates(MAX_CANDIDATES)
+    line = [c["id"] for c in reversed(cands)]
+
+    def at(f: str, dflt: int) -> int:
+        if a[f] is None:
+            return dflt
+        if a[f] not in line:
+            raise ToolArgumentError(f, f"checkpoint {a[f]} is not among the candidates (call {BACKTRACK_CANDIDATES})")
+        return line.index(a[f])
+    lo, hi = at("good", 0), at("bad", len(line) - 1)
+    if hi - lo < 1:
+        raise ToolArgumentError("bad" if a["bad"] is not None else "good", "good must be an older candidate than bad")
+    probes: List[Dict[str, Any]] = []
+
+    async def fails(i: int) -> bool:
+        p = await probe_in_export(client, line[i], a["command"], timeout)
+        probes.append(p)
+        return p["fails"]
+    if not await fails(hi):
+        raise ToolArgumentError("bad", f"the check passes at the bad checkpoint {line[hi]}: nothing to search for")
+    if await fails(lo):
+        raise ToolArgumentError("good", f"the check already fails at the good checkpoint {line[lo]}: choose an older good")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if await fails(mid):
+            hi = mid
+        else:
+            lo = mid
+    i = next(j for j, c in enumerate(cands) if c["id"] == line[hi])
+    lines = await segment_files(client, cands[i], cands[i + 1]["id"] if i + 1 < len(cands) else None) or []
+    out = {"first_bad": line[hi], "last_good": line[lo], "label": cands[i].get("label"), "probes": probes, "files": lines[:MAX_CANDIDATE_FILES]}
+    if len(lines) > MAX_CANDIDATE_FILES:
+        out["files_more"] = len(lines) - MAX_CANDIDATE_FILES
+    return out
 
 
 async def backtrack_commit(client: AsyncClient, run: str, args: Dict[str, Any], target: Optional[int] = None,

@@ -151,6 +151,35 @@ class Async(unittest.TestCase):
                 self.assertFalse(os.path.exists(path), "undo removes the file the segment created")
         asyncio.run(main())
 
+    def test_attribution_candidate_files_and_localise(self):
+        """call_begin/call_end attribute this process's writes to the call; backtrack_candidates with files lists
+        each segment's files; backtrack_localise finds the step at which a check starts failing."""
+        from rewindfs.tools import backtrack_candidates, backtrack_localise, ToolArgumentError
+        flag = os.path.join(WS, "py-localise-flag.txt")
+
+        async def main():
+            async with await AsyncClient.connect(workspace=WS) as c:
+                call = await c.call_begin("write_flag", args={"path": "py-localise-flag.txt"})
+                self.assertIn(call["mechanism"], ("cgroup", "pid"))
+                with open(flag, "w") as f:
+                    f.write("bad\n")
+                ended = await c.call_end(call["call"], 0)
+                self.assertEqual(ended["exitStatus"], 0)
+                bad = await c.mark("py flag written")
+                good = (await c.candidates(2))[1]["id"]
+                cands = await c.candidates(1)
+                mine = [k for k in cands[0]["calls"]["calls"] if k["call"] == call["call"]]
+                self.assertEqual([f["path"] for f in mine[0]["created"]], ["py-localise-flag.txt"])
+                listed = await backtrack_candidates(c, {"reason": "which step wrote the flag", "files": True}, limit=2)
+                self.assertIn(f"A py-localise-flag.txt (call {call['call']}: write_flag)", listed["candidates"][0]["files"])
+                found = await backtrack_localise(c, {"command": ["sh", "-c", "test ! -e py-localise-flag.txt"], "good": good, "reason": "the flag must not exist"})
+                self.assertEqual((found["first_bad"], found["last_good"]), (bad["id"], good))
+                self.assertTrue(any("py-localise-flag.txt" in line for line in found["files"]))
+                with self.assertRaises(ToolArgumentError):
+                    await backtrack_localise(c, {"command": [], "reason": "x"})
+                os.remove(flag)
+        asyncio.run(main())
+
     def test_runner_rewind_depths(self):
         path = os.path.join(WS, "depth.txt")
 
