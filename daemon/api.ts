@@ -83,7 +83,7 @@ export interface RewindApi {
   /** the effect ledger, when the daemon keeps one (E_INTERNAL from the server otherwise) */
   readonly effects?: EffectsApi
   /** tool calls for attribution, when the daemon keeps them (E_INTERNAL from the server otherwise) */
-  readonly calls?: CallsApi
+  readonly toolCalls?: CallsApi
   /**
    * Revert what the segment ending at checkpoint `id` changed, where no later change touched the same
    * paths (fs/history/undo.ts); with conflicts nothing is applied. `dryRun`: change nothing.

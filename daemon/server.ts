@@ -198,9 +198,9 @@ export async function startServer (opts: ServerOptions): Promise<RewindServer> {
   }
 
   /** The tool calls, or E_INTERNAL when this api keeps none. */
-  function calls (): NonNullable<RewindApi['calls']> {
-    if (api.calls === undefined) throw new ApiError('E_INTERNAL', 'this server attributes no tool calls')
-    return api.calls
+  function calls (): NonNullable<RewindApi['toolCalls']> {
+    if (api.toolCalls === undefined) throw new ApiError('E_INTERNAL', 'this server attributes no tool calls')
+    return api.toolCalls
   }
 
   /** Dispatch a validated request (its arguments as the api takes them: proto/api-args.ts apiArgs); returns the result for `ok`. */

@@ -58,12 +58,12 @@ export class Service implements RewindApi {
   /** the effect ledger's operations (server dispatch of effect_*) */
   readonly effects?: Ledger
   /** the tool calls (server dispatch of call_begin, call_end) */
-  readonly calls?: ToolCalls
+  readonly toolCalls?: ToolCalls
 
   constructor (private readonly d: ServiceDeps) {
     this.memory = d.memory ?? new Memory(d.generations.db)
     this.effects = d.ledger
-    this.calls = d.calls
+    this.toolCalls = d.calls
   }
 
   async status (): Promise<StatusInfo> {

@@ -49,6 +49,8 @@ t.test('every op validates with its documented arguments', async t => {
     gc: { keepLast: 0, abandonedAfterMs: 0, runIdleMs: 3600000, dryRun: true },
     undo: { checkpoint: 4, dryRun: true },
     history: { path: 'src/a.ts', all: true, limit: 10, meta: true },
+    call_begin: { tool: 'exec', args: ['npm', 'test'], pid: 1234 },
+    call_end: { call: 1, exitStatus: 0 },
     effect_register: { tool: 'create_ticket', class: 'compensable', exclude: ['/sent_at'], description: 'POST /tickets' },
     effect_begin: { tool: 'create_ticket', target: 'http://127.0.0.1:1/tickets', request: { method: 'POST', body: { title: 'a' } }, run: 'run-1', attempt: 1, preState: { count: 0 }, timeoutMs: 1000 },
     effect_compensate: { compensates: 3, tool: 'delete_ticket', target: 'http://127.0.0.1:1/tickets/1', identity: 'del-1' },
