@@ -28,10 +28,27 @@
  *   is open. A process that was reparented (daemonised: its parent exited)
  *   is missed, and so are changes after call_end.
  *
+ * - none (the high-level FUSE layer, REWINDFS_FUSE=hl): the layer passes
+ *   the adapter no requests to attribute, so a call is answered (the
+ *   runner and `exec` go on) with mechanism none and its reason, no cgroup
+ *   is made, and the call is left out of the checkpoint's attribution: a
+ *   checkpoint then has no `calls`, rather than a call that "changed
+ *   nothing".
+ *
+ * Leaves left behind: a daemon killed while a call was open, or whose
+ * call's processes outlived it and its unmount, leaves a
+ * `rewindfs-call-<pid>-<n>` leaf. `cleanStale` (run at each daemon start)
+ * walks the cgroup v2 hierarchy and removes every such leaf whose daemon
+ * is not running (no process <pid>, or <pid> is this daemon: a restarted
+ * daemon in a pid namespace can have its predecessor's pid) and that no
+ * process holds; a leaf still holding processes is kept (rmdir refuses it)
+ * and removed by a later start once they exit.
+ *
  * Cost: nothing per request while no call is open (and no ended call's
  * cgroup still holds processes); otherwise one procfs read per process the
  * first time it makes such a request (cached per pid until the next
- * call_begin or call_end).
+ * call_begin or call_end). cleanStale: one readdir per cgroup of the
+ * hierarchy (at most STALE_WALK_MAX).
  */
 import fs from 'node:fs'
 import path from 'node:path'
@@ -45,6 +62,11 @@ import { ApiError } from '../proto/errors.js'
 const MAX_ANCESTRY = 64
 /** Most pids whose call is cached (the cache is dropped past it). */
 const CACHE_MAX = 65536
+/** Most cgroup directories cleanStale reads (a systemd host has hundreds), and how deep it goes. */
+const STALE_WALK_MAX = 20000
+const STALE_DEPTH_MAX = 32
+/** A call's leaf: rewindfs-call-<daemon pid>-<call id>. */
+const LEAF_NAME = /^rewindfs-call-(\d+)-(\d+)$/
 
 interface Call {
   meta: CallMeta
@@ -82,28 +104,75 @@ export class ToolCalls implements ChangeAttribution {
   private cache = new Map<number, number>()
   private readonly marker = `rewindfs-call-${process.pid}-`
   private readonly cgroup: CgroupMount | null
-  /** why calls use the pid mechanism when cgroups are not used at all, else null */
+  /** why calls use the pid mechanism (or none) when cgroups are not used at all, else null */
   readonly noCgroup: string | null
+  /** false when the FUSE layer attributes nothing (hl): calls get mechanism none */
+  private readonly attributes: boolean
 
-  constructor (private readonly log: CallLog, opts: { mode?: string, cgroup?: CgroupMount | null } = {}) {
+  /**
+   * `opts.mode`: 'cgroup', 'pid' or '' (default: REWINDFS_ATTRIBUTION; ''
+   * = cgroup where possible); `opts.cgroup`: the cgroup v2 mount (default:
+   * this process's view; null: none); `opts.attributes`: false when the FUSE
+   * layer reports no changes (REWINDFS_FUSE=hl). Throws an Error naming the
+   * variable for a mode that is not one of these.
+   */
+  constructor (private readonly log: CallLog, opts: { mode?: string, cgroup?: CgroupMount | null, attributes?: boolean } = {}) {
     const mode = (opts.mode ?? process.env.REWINDFS_ATTRIBUTION ?? '').trim()
     if (mode !== '' && mode !== 'cgroup' && mode !== 'pid') throw new Error(`REWINDFS_ATTRIBUTION=${mode} is not a mechanism: set it to cgroup or pid, or leave it unset (cgroup where possible)`)
-    const cg = mode === 'pid' ? null : opts.cgroup !== undefined ? opts.cgroup : cgroup2Mount()
+    this.attributes = opts.attributes !== false
+    const cg = mode === 'pid' || !this.attributes ? null : opts.cgroup !== undefined ? opts.cgroup : cgroup2Mount()
     this.cgroup = cg
-    this.noCgroup = mode === 'pid' ? 'REWINDFS_ATTRIBUTION=pid' : cg === null ? 'no cgroup v2 hierarchy is mounted' : null
+    this.noCgroup = !this.attributes
+      ? 'the high-level FUSE layer (REWINDFS_FUSE=hl) attributes no changes to tool calls'
+      : mode === 'pid' ? 'REWINDFS_ATTRIBUTION=pid' : cg === null ? 'no cgroup v2 hierarchy is mounted' : null
   }
 
-  get active (): boolean { return this.open.size > 0 || this.lingering.size > 0 }
+  /**
+   * Removes the call leaves of daemons that no longer run (see the module
+   * comment); call it before the first call_begin. Answers how many were
+   * removed and how many are kept because processes still hold them.
+   * Never throws (an unreadable directory is skipped).
+   */
+  cleanStale (): { removed: number, busy: number } {
+    const out = { removed: 0, busy: 0 }
+    if (this.cgroup === null) return out
+    const stack: Array<[string, number]> = [[this.cgroup.mountPoint, 0]]
+    let seen = 0
+    while (stack.length > 0 && seen < STALE_WALK_MAX) {
+      const [dir, depth] = stack.pop()!
+      seen++
+      let entries: fs.Dirent[]
+      try { entries = fs.readdirSync(dir, { withFileTypes: true }) } catch { continue }
+      for (const e of entries) {
+        if (!e.isDirectory()) continue
+        const m = LEAF_NAME.exec(e.name)
+        if (m === null) { if (depth < STALE_DEPTH_MAX) stack.push([path.join(dir, e.name), depth + 1]); continue }
+        const owner = Number(m[1])
+        if (owner !== process.pid && fs.existsSync(`/proc/${owner}`)) continue // another daemon's live call
+        if (removeCgroup(path.join(dir, e.name))) out.removed++
+        else out.busy++
+      }
+    }
+    return out
+  }
+
+  get active (): boolean { return this.attributes && (this.open.size > 0 || this.lingering.size > 0) }
 
   /**
    * Begins a call of `tool` whose processes are `pid` and its descendants.
    * Throws ApiError E_BAD_REQUEST when no process `pid` exists.
    */
   begin (req: { tool: string, args?: unknown, pid: number }): CallInfo {
+    if (req.pid === 1 || req.pid === process.pid) throw new ApiError('E_BAD_REQUEST', `pid: ${req.pid} is ${req.pid === 1 ? 'init' : 'the daemon itself'}; give the pid of the process that will start the tool (e.g. your own)`, { field: 'pid' })
     if (!fs.existsSync(`/proc/${req.pid}`)) throw new ApiError('E_BAD_REQUEST', `pid: no process ${req.pid} (give the pid of the process that will start the tool, e.g. your own)`, { field: 'pid' })
     this.sweep()
     const id = this.next++
     const c: Call = { meta: { call: id, tool: req.tool, args: callArgs(req.args), mechanism: 'pid', started: Date.now(), ended: null, exitStatus: null }, pid: req.pid, dir: null, home: null }
+    if (!this.attributes) {
+      // nothing is attributed: answer the call (callers go on) but keep it out of the checkpoints
+      this.open.set(id, c)
+      return { call: id, tool: req.tool, mechanism: 'none', cgroup: null, reason: this.noCgroup! }
+    }
     if (this.cgroup !== null) {
       try {
         const home = this.dirOf(cgroupPathOf(req.pid))
@@ -130,6 +199,7 @@ export class ToolCalls implements ChangeAttribution {
     c.meta.ended = Date.now()
     c.meta.exitStatus = req.exitStatus ?? null
     this.open.delete(req.call)
+    if (!this.attributes) return { call: c.meta.call, tool: c.meta.tool, mechanism: 'none', cgroup: null, reason: this.noCgroup!, exitStatus: c.meta.exitStatus }
     this.roots.delete(c.pid)
     if (c.dir !== null) {
       // the process that began the call goes back where it came from (the runner lives on)
