@@ -60,6 +60,7 @@ t.test('a format-4 store migrates to 5, is backfilled, and answers history as th
   t.teardown(s.close)
   const cps = [...s.gens.checkpoints.values()]
   t.equal(cps.length, 8, 'the fixture\'s 8 checkpoints')
+  t.ok(cps.every(c => c.calls === undefined), 'a store written before attribution has no calls (its checkpoints are not attributed; nothing to migrate)')
   t.same(cps.filter(c => c.parent !== null && !covered(s.gens, c)).map(c => c.id), [], 'the backfill covers every checkpoint with a parent')
   for await (const _ of s.db.keys('hist')) keys++
   t.ok(keys > 20, `the backfill wrote index keys (${keys})`)
