@@ -43,9 +43,9 @@ import {
 import { FsError, isNoSpace } from '../base/errno.js'
 import { isByteName, nameBuffer, nameOfBuffer } from '../base/names.js'
 import type { InodeOps, Stat, Caller, InvalidationPlan, AttrChange, RestoreAnnouncer, ChangeAttribution } from '../fs/api.js'
+import { HandleCalls } from './ll-calls.js'
 
 const E = os.constants.errno
-const O_TRUNC = fs.constants.O_TRUNC
 const SEEK_DATA = 3
 const SEEK_HOLE = 4
 const ROOT = 1
@@ -114,13 +114,14 @@ export class LowLevelMount {
   private noSpaceLogged = 0
   /** the answer buffer of every read (the largest READ request: max_pages of 4 KiB) */
   private readonly readBuf = Buffer.allocUnsafeSlow(LARGEST_READ)
-  /** the tool call each open file handle was opened by (attribution): its writes are that call's, whoever sends them */
-  private readonly fhCalls = new Map<number, number>()
+  /** attribution of changes to tool calls (ll-calls.ts) */
+  private readonly calls: HandleCalls
 
   constructor (private readonly o: LowLevelAdapterOptions) {
     this.ws = o.workspace
     this.log = o.log ?? ((m) => process.stderr.write(m + '\n'))
     this.timeout = o.cacheTimeout ?? 60
+    this.calls = new HandleCalls(o.attribution, (parent, name) => this.ws.lookupAt(parent, name).ino)
   }
 
   /** Mounts; rejects with libfuse's message (mount point busy, no /dev/fuse, refused option). */
@@ -289,19 +290,7 @@ export class LowLevelMount {
   private ops (): LowLevelOps {
     const ws = this.ws
     const caller = (r: Request): Caller => ({ uid: r.uid, gid: r.gid })
-    // attribution (fs/api.ts ChangeAttribution): asked only while a call is open, so it costs nothing otherwise
-    const at = this.o.attribution
-    const callOf = (r: Request): number => at !== undefined && at.active ? at.callOf(r.pid) : 0
-    /** the call of a request through handle `fh` (its opener's), else of its requester */
-    const callVia = (r: Request, fh: number | null): number => (fh !== null ? this.fhCalls.get(fh) : undefined) ?? callOf(r)
-    const changed = (call: number, ...inos: number[]): void => { if (call !== 0) for (const i of inos) at!.changed(i, call) }
-    /** before a name goes away (unlink, rmdir, rename's source or target): its inode and the name are the call's */
-    const removing = (call: number, parent: number, n: string): void => {
-      if (call === 0) return
-      at!.removedName(parent, n, call)
-      try { at!.changed(ws.lookupAt(parent, n).ino, call) } catch {}
-    }
-    const created = (r: Request, parent: number, st: Stat): Stat => { changed(callOf(r), st.ino, parent); return st }
+    const calls = this.calls // attribution (ll-calls.ts)
     const raw: LowLevelOps = {
       // the restore's helper (announcing) sees removed names until it unlinks them and added ones
       // only once it creates them; its creations, removals, opens and setattrs change nothing (RestoreAnnouncer)
@@ -321,49 +310,24 @@ export class LowLevelMount {
       setattr: (r, ino, _inc, set, fh) => {
         if (this.announcing(r) !== null) return attrOf(this.announcer!.statIno(ino) ?? (fh !== null ? ws.fgetattr(fh) : ws.statIno(ino)))
         const st = ws.setattrIno(ino, changeOf(set), fh)
-        changed(callVia(r, fh), ino)
+        calls.changed(calls.via(r.pid, fh), ino)
         return attrOf(st)
       },
       readlink: (_r, ino) => nameBuffer(ws.readlinkIno(ino)),
-      mknod: (r, parent, _pi, name, mode, rdev) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : created(r, parent, ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r)))),
-      mkdir: (r, parent, _pi, name, mode) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : created(r, parent, ws.mkdirAt(parent, nameOf(name), mode, caller(r)))),
-      symlink: (r, parent, _pi, name, target) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : created(r, parent, ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r)))),
-      link: (r, ino, _inc, parent, _pi, name) => this.counted(created(r, parent, ws.linkAt(ino, parent, nameOf(name)))),
-      unlink: (r, parent, _pi, name) => {
-        const n = nameOf(name)
-        if (this.announcing(r)?.removeAt(parent, n) === true) return
-        const c = callOf(r)
-        removing(c, parent, n)
-        ws.unlinkAt(parent, n)
-        changed(c, parent)
-      },
-      rmdir: (r, parent, _pi, name) => {
-        const n = nameOf(name)
-        if (this.announcing(r)?.removeAt(parent, n) === true) return
-        const c = callOf(r)
-        removing(c, parent, n)
-        ws.rmdirAt(parent, n)
-        changed(c, parent)
-      },
-      rename: (r, parent, _pi, name, np, _npi, newName, flags) => {
-        const n = nameOf(name); const nn = nameOf(newName)
-        const c = callOf(r)
-        removing(c, parent, n)
-        removing(c, np, nn) // a target replaced (or exchanged) is the call's too
-        ws.renameAt(parent, n, np, nn, flags)
-        changed(c, parent, np)
-      },
+      mknod: (r, parent, _pi, name, mode, rdev) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r)))),
+      mkdir: (r, parent, _pi, name, mode) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mkdirAt(parent, nameOf(name), mode, caller(r)))),
+      symlink: (r, parent, _pi, name, target) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r)))),
+      link: (r, ino, _inc, parent, _pi, name) => this.counted(calls.made(r.pid, parent, ws.linkAt(ino, parent, nameOf(name)))),
+      unlink: (r, parent, _pi, name) => { const n = nameOf(name); if (this.announcing(r)?.removeAt(parent, n) !== true) calls.remove(r.pid, parent, n, () => { ws.unlinkAt(parent, n) }) },
+      rmdir: (r, parent, _pi, name) => { const n = nameOf(name); if (this.announcing(r)?.removeAt(parent, n) !== true) calls.remove(r.pid, parent, n, () => { ws.rmdirAt(parent, n) }) },
+      rename: (r, parent, _pi, name, np, _npi, newName, flags) => { calls.renaming(r.pid, parent, nameOf(name), np, nameOf(newName), () => { ws.renameAt(parent, nameOf(name), np, nameOf(newName), flags) }) },
       // keep_cache: the kernel's pages of a file change only through this mount, and a restore drops them (invalidate);
       // noflush: close sends no FLUSH (the workspace has nothing to do at close: writes reached it as they were made,
       // and locks are kernel-local), which saves one request per close (17,000 in an npm ci)
       open: (r, ino, _inc, flags): Open => {
         if (this.announcing(r) !== null) return { fh: ws.openAt(ino, 0), keepCache: true, noflush: true }
         const fh = ws.openAt(ino, flags)
-        // a handle that can change the file keeps its opener's call (writes may come later, or from elsewhere)
-        if ((flags & 3) !== 0 || (flags & O_TRUNC) !== 0) {
-          const c = callOf(r)
-          if (c !== 0) { this.fhCalls.set(fh, c); if ((flags & O_TRUNC) !== 0) changed(c, ino) }
-        }
+        calls.opened(r.pid, ino, fh, flags)
         return { fh, keepCache: true, noflush: true }
       },
       create: (r, parent, _pi, name, mode, flags) => {
@@ -372,8 +336,7 @@ export class LowLevelMount {
           return { ...this.counted(st), fh: ws.openAt(st.ino, 0), keepCache: true }
         }
         const c = ws.createAt(parent, nameOf(name), mode, flags, caller(r))
-        const call = callOf(r)
-        if (call !== 0) { this.fhCalls.set(c.fh, call); changed(call, c.stat.ino, parent) }
+        calls.created(r.pid, parent, c.stat.ino, c.fh)
         const e = this.counted(c.stat)
         return { ino: e.ino, attr: e.attr, fh: c.fh, keepCache: true, noflush: true }
       },
@@ -385,10 +348,10 @@ export class LowLevelMount {
       },
       write: (r, ino, _inc, fh, data, offset) => {
         const n = ws.write(fh, data, data.length, offset)
-        if (at !== undefined && (this.fhCalls.size !== 0 || at.active)) changed(callVia(r, fh), ino)
+        calls.wrote(r.pid, fh, ino)
         return n
       },
-      release: (_r, _ino, _inc, fh) => { this.fhCalls.delete(fh); ws.release(fh) },
+      release: (_r, _ino, _inc, fh) => { calls.released(fh); ws.release(fh) },
       fsync: (_r, ino) => this.o.durable ? this.o.durable(ino).then(() => undefined) : undefined,
       fsyncdir: (_r, ino) => this.o.durable ? this.o.durable(ino).then(() => undefined) : undefined,
       opendir: (_r, ino) => {
@@ -434,7 +397,7 @@ export class LowLevelMount {
         return { bsize: s.bsize, frsize: s.bsize, blocks: s.blocks, bfree: s.bfree, bavail: s.bavail, files: s.files, ffree: s.ffree, favail: s.ffree, fsid: 0x72776673, namemax: 255 }
       },
       // the restore's helper changes no xattr either: the kernel removes security.capability at its truncate and chown
-      setxattr: (r, ino, _inc, name, value, flags) => { if (this.announcing(r) === null) { ws.setxattrIno(ino, xattrNameOf(name), value, flags); changed(callOf(r), ino) } },
+      setxattr: (r, ino, _inc, name, value, flags) => { if (this.announcing(r) === null) { ws.setxattrIno(ino, xattrNameOf(name), value, flags); calls.changed(calls.of(r.pid), ino) } },
       // the kernel asks for security.capability before every write: a miss answers ENODATA without a stack trace
       getxattr: (_r, ino, _inc, name) => {
         const v = ws.xattrIno(ino, xattrNameOf(name))
@@ -446,7 +409,7 @@ export class LowLevelMount {
         const names = ws.listxattrIno(ino)
         return (r.uid === 0 ? names : names.filter((n) => !n.startsWith('trusted.'))).map((n) => Buffer.from(n))
       },
-      removexattr: (r, ino, _inc, name) => { if (this.announcing(r) === null) { ws.removexattrIno(ino, xattrNameOf(name)); changed(callOf(r), ino) } },
+      removexattr: (r, ino, _inc, name) => { if (this.announcing(r) === null) { ws.removexattrIno(ino, xattrNameOf(name)); calls.changed(calls.of(r.pid), ino) } },
       lseek: (_r, _ino, _inc, fh, offset, whence) => seekData(ws, fh, offset, whence)
     }
     // every handler counted and guarded: FsError → its errno, a full disk → ENOSPC, anything else → EIO + log
