@@ -54,7 +54,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Ino } from '../base/types.js'
 import type { ChangeAttribution } from '../fs/api.js'
-import { type CallLog, type CallMeta, callArgs } from '../fs/history/attribution.js'
+import { type CallLog, type CallMeta, callArgs } from '../fs/history/call-log.js'
 import type { CallInfo } from '../proto/messages.js'
 import { ApiError } from '../proto/errors.js'
 

@@ -204,6 +204,8 @@ export interface CallChanges {
 export interface SegmentAttribution {
   /** the calls of the segment in the order they began, then (call null) what no call changed, when anything */
   calls: CallChanges[]
+  /** set when the daemon could not compute the attribution (then `calls` is empty); the checkpoint itself is whole */
+  error?: string
 }
 
 /** Result of `call_begin` and `call_end`: one tool call as the daemon keeps it. */

@@ -19,8 +19,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
 import { tempRoot, open, write, me } from './helpers/workspace.js'
-import type { CallMeta } from '../fs/history/attribution.js'
-import { CallLog } from '../fs/history/attribution.js'
+import type { CallMeta } from '../fs/history/call-log.js'
+import { CallLog } from '../fs/history/call-log.js'
 import { ToolCalls, cgroup2Mount, cgroupPathOf } from '../daemon/calls.js'
 
 const meta = (call: number, tool: string, ended = true): CallMeta => ({ call, tool, args: '[]', mechanism: 'pid', started: 1, ended: ended ? 2 : null, exitStatus: ended ? 0 : null })

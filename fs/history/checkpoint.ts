@@ -72,9 +72,13 @@ export async function sealCheckpoint (g: History, ws: Workspace, req: MarkReques
     // --- durability: pack bytes, fsync, then the index batch; the
     // per-path history index of this segment (path-index.ts) is computed
     // while the packs are fsynced, and goes in the same batch
-    const [histKeys] = await Promise.all([keysAtMark(g, before.head, table), g.blocks.sync()])
+    // and so is the attribution to tool calls; its failure does not fail the mark (the record says why)
+    const [histKeys, , calls] = await Promise.all([
+      keysAtMark(g, before.head, table), g.blocks.sync(),
+      taken === null ? null : attributeSegment(g, ws, before.head, table, taken).catch((e: Error) => ({ calls: [], error: e.message }))
+    ])
     putSegmentKeys(batch, id, histKeys)
-    if (taken !== null) cp.calls = await attributeSegment(g, ws, before.head, table, taken)
+    if (calls !== null) cp.calls = calls
     if (before.head !== null && g.checkpoints.has(before.head)) cp.hist = before.head
     g.blocks.commitTo(batch)
     cp.ms = performance.now() - t0

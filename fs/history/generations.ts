@@ -30,7 +30,7 @@ import { undoSegment } from './undo.js'
 import { type PathHistoryOptions, pathHistory } from './path-history.js'
 import { backfillIndex } from './path-index.js'
 import type { History } from './history.js'
-import { CallLog } from './attribution.js'
+import { CallLog } from './call-log.js'
 
 export type { BranchRecord, CheckpointRecord, StoreState } from './records.js'
 export type { RestoreIntent } from './journal.js'

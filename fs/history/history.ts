@@ -14,7 +14,7 @@ import type { Workspace } from '../workspace.js'
 import type { StoreDb, StoreBatch } from '../../store/db.js'
 import type { BranchRecord, CheckpointRecord, StoreState } from './records.js'
 import type { Announcement } from './announce.js'
-import type { CallLog } from './attribution.js'
+import type { CallLog } from './call-log.js'
 
 /** One store's generations, checkpoints and branches, as the algorithms see them (members documented on Generations). */
 export interface History extends TableSource, RecordReader {
