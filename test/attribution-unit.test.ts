@@ -18,7 +18,8 @@ import t from 'tap'
 import fs from 'node:fs'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
-import { tempRoot, open, write, me } from './helpers/workspace.js'
+import { tempRoot, open, write } from './helpers/workspace.js'
+import { writableCgroup } from './helpers/cgroup.js'
 import type { CallMeta } from '../fs/history/call-log.js'
 import { CallLog } from '../fs/history/call-log.js'
 import { ToolCalls, cgroup2Mount, cgroupPathOf } from '../daemon/calls.js'
@@ -113,20 +114,8 @@ t.test('ToolCalls by process ancestry', async t => {
   t.throws(() => new ToolCalls(new CallLog(), { mode: 'cgroups' }), /REWINDFS_ATTRIBUTION=cgroups is not a mechanism/)
 })
 
-/** This process's cgroup directory when leaves can be made in it, else null. */
-function writableCgroup (): string | null {
-  const cg = cgroup2Mount()
-  if (cg === null) return null
-  try {
-    const p = cgroupPathOf(process.pid)
-    const dir = path.join(cg.mountPoint, cg.root === '/' ? p : p.slice(cg.root.length))
-    const probe = path.join(dir, `rewindfs-test-probe-${process.pid}`)
-    fs.mkdirSync(probe); fs.rmdirSync(probe)
-    return dir
-  } catch { return null }
-}
 
-t.test('ToolCalls by cgroup', { skip: writableCgroup() === null ? 'no writable cgroup v2 here' : false }, async t => {
+t.test('ToolCalls by cgroup', { skip: await writableCgroup() === null ? 'no writable cgroup v2 here' : false }, async t => {
   const log = new CallLog()
   const calls = new ToolCalls(log)
   // the call's process: a shell that starts a background child and waits for a signal file

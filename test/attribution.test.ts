@@ -26,23 +26,11 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
 import { mountWorkspace, type MountChoices } from './helpers/mount.js'
-import { cgroup2Mount, cgroupPathOf } from '../daemon/calls.js'
+import { writableCgroup } from './helpers/cgroup.js'
+import { cgroup2Mount } from '../daemon/calls.js'
 import type { CallChanges } from '../proto/messages.js'
 
-/** This process's cgroup v2 directory when a leaf can be made in it (what the daemon, also root, will do), else null. */
-function writableCgroup (): string | null {
-  const cg = cgroup2Mount()
-  if (cg === null) return null
-  try {
-    const p = cgroupPathOf(process.pid)
-    const dir = path.join(cg.mountPoint, cg.root === '/' ? p : p.slice(cg.root.length))
-    const probe = path.join(dir, `rewindfs-test-probe-${process.pid}`)
-    fs.mkdirSync(probe)
-    fs.rmdirSync(probe)
-    return dir
-  } catch { return null }
-}
-const cgroupDir = writableCgroup()
+const cgroupDir = await writableCgroup()
 
 /** The call leaves of daemon `pid` in `dir`. */
 const leavesOf = (dir: string, pid: number | string): string[] => fs.readdirSync(dir).filter(n => n.startsWith(`rewindfs-call-${pid}-`))
