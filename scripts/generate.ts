@@ -17,7 +17,8 @@
  *   client/localise.ts (`localise`), for the Python package.
  * - client/python/rewindfs/constants.py: the protocol facts the Python
  *   package uses (file names, the runtime directory's environment
- *   variable, the protocol version, limits), from proto/.
+ *   variable, the protocol version, limits), from proto/, and the
+ *   backtrack tools' limits, from client/.
  *
  * A new operation: add its arguments to OpArgs and its result to OpResults
  * (and OPS) in proto/messages.ts, then `npm run generate`.
@@ -29,8 +30,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createGenerator, type Definition } from 'ts-json-schema-generator'
-import { backtrackTools } from '../client/tools.js'
-import { backtrackLocaliseSpec } from '../client/localise.js'
+import { backtrackTools, MAX_CANDIDATE_FILES } from '../client/tools.js'
+import { backtrackLocaliseSpec, DEFAULT_PROBE_TIMEOUT_MS } from '../client/localise.js'
 import { CONNECTION_FILE, TOKEN_FILE } from '../proto/messages.js'
 import { ROOT_RUNTIME_DIR, RUNTIME_DIR_ENV } from '../proto/discovery.js'
 import { PROTOCOL_VERSION } from '../proto/version.js'
@@ -135,8 +136,10 @@ export function pythonConstants (): string {
     ['ROOT_RUNTIME_DIR', ROOT_RUNTIME_DIR, 'the runtime directory of a daemon running as root (proto/discovery.ts)'],
     ['MAX_CANDIDATES', MAX_CANDIDATES, 'the most checkpoints `candidates` returns (proto/validate.ts)'],
     ['MAX_READ_LENGTH', MAX_READ_LENGTH, 'the most bytes one `read` returns (proto/validate.ts)'],
+    ['MAX_CANDIDATE_FILES', MAX_CANDIDATE_FILES, 'the most files backtrack_candidates lists per candidate with `files` (client/tools.ts)'],
+    ['DEFAULT_PROBE_TIMEOUT', DEFAULT_PROBE_TIMEOUT_MS / 1000, 'the default longest run of one backtrack_localise probe, seconds (client/localise.ts)'],
   ]
-  const lines = ['"""Protocol facts, generated from proto/ by scripts/generate.ts: do not edit (npm run generate)."""', '']
+  const lines = ['"""Protocol facts, generated from proto/ (and the backtrack tools\' limits from client/) by scripts/generate.ts: do not edit (npm run generate)."""', '']
   for (const [name, value, what] of facts) lines.push(`#: ${what}`, `${name} = ${JSON.stringify(value)}`)
   return lines.join('\n') + '\n'
 }

@@ -1,4 +1,4 @@
-"""Protocol facts, generated from proto/ by scripts/generate.ts: do not edit (npm run generate)."""
+"""Protocol facts, generated from proto/ (and the backtrack tools' limits from client/) by scripts/generate.ts: do not edit (npm run generate)."""
 
 #: the protocol version this client speaks (proto/version.ts)
 PROTOCOL_VERSION = 1
@@ -14,3 +14,7 @@ ROOT_RUNTIME_DIR = "/run/rewindfs"
 MAX_CANDIDATES = 80
 #: the most bytes one `read` returns (proto/validate.ts)
 MAX_READ_LENGTH = 16777216
+#: the most files backtrack_candidates lists per candidate with `files` (client/tools.ts)
+MAX_CANDIDATE_FILES = 30
+#: the default longest run of one backtrack_localise probe, seconds (client/localise.ts)
+DEFAULT_PROBE_TIMEOUT = 120

@@ -19,7 +19,7 @@ import time
 from typing import Any, Awaitable, Callable, Dict, List, Optional
 
 from .aio import AsyncClient
-from .constants import MAX_CANDIDATES
+from .constants import DEFAULT_PROBE_TIMEOUT, MAX_CANDIDATE_FILES, MAX_CANDIDATES
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(_HERE, "backtrack_tools.json"), encoding="utf-8") as _f:
@@ -28,10 +28,6 @@ with open(os.path.join(_HERE, "backtrack_tools.json"), encoding="utf-8") as _f:
 BACKTRACK_CANDIDATES = "backtrack_candidates"
 BACKTRACK_COMMIT = "backtrack_commit"
 BACKTRACK_LOCALISE = "backtrack_localise"
-MAX_CANDIDATE_FILES = 30
-"""Most files listed per candidate by backtrack_candidates with files (client/tools.ts MAX_CANDIDATE_FILES)."""
-DEFAULT_PROBE_TIMEOUT = 120.0
-"""Default longest run of one localise probe, seconds (client/localise.ts)."""
 NOTE_FIELDS = ("tried", "why_abandoned", "instead", "facts", "milestones")
 
 #: provider-neutral: [{name, description, parameters}]
