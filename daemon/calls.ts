@@ -28,12 +28,8 @@
  *   is open. A process that was reparented (daemonised: its parent exited)
  *   is missed, and so are changes after call_end.
  *
- * - none (the high-level FUSE layer, REWINDFS_FUSE=hl): the layer passes
- *   the adapter no requests to attribute, so a call is answered (the
- *   runner and `exec` go on) with mechanism none and its reason, no cgroup
- *   is made, and the call is left out of the checkpoint's attribution: a
- *   checkpoint then has no `calls`, rather than a call that "changed
- *   nothing".
+ * Both FUSE layers report changes (fuse/handle-calls.ts; the high-level
+ * one by path, resolved to inodes only while a call is active).
  *
  * Leaves left behind: a daemon killed while a call was open, or whose
  * call's processes outlived it and its unmount, leaves a
@@ -104,27 +100,21 @@ export class ToolCalls implements ChangeAttribution {
   private cache = new Map<number, number>()
   private readonly marker = `rewindfs-call-${process.pid}-`
   private readonly cgroup: CgroupMount | null
-  /** why calls use the pid mechanism (or none) when cgroups are not used at all, else null */
+  /** why calls use the pid mechanism when cgroups are not used at all, else null */
   readonly noCgroup: string | null
-  /** false when the FUSE layer attributes nothing (hl): calls get mechanism none */
-  private readonly attributes: boolean
 
   /**
    * `opts.mode`: 'cgroup', 'pid' or '' (default: REWINDFS_ATTRIBUTION; ''
    * = cgroup where possible); `opts.cgroup`: the cgroup v2 mount (default:
-   * this process's view; null: none); `opts.attributes`: false when the FUSE
-   * layer reports no changes (REWINDFS_FUSE=hl). Throws an Error naming the
-   * variable for a mode that is not one of these.
+   * this process's view; null: none). Throws an Error naming the variable
+   * for a mode that is not one of these.
    */
-  constructor (private readonly log: CallLog, opts: { mode?: string, cgroup?: CgroupMount | null, attributes?: boolean } = {}) {
+  constructor (private readonly log: CallLog, opts: { mode?: string, cgroup?: CgroupMount | null } = {}) {
     const mode = (opts.mode ?? process.env.REWINDFS_ATTRIBUTION ?? '').trim()
     if (mode !== '' && mode !== 'cgroup' && mode !== 'pid') throw new Error(`REWINDFS_ATTRIBUTION=${mode} is not a mechanism: set it to cgroup or pid, or leave it unset (cgroup where possible)`)
-    this.attributes = opts.attributes !== false
-    const cg = mode === 'pid' || !this.attributes ? null : opts.cgroup !== undefined ? opts.cgroup : cgroup2Mount()
+    const cg = mode === 'pid' ? null : opts.cgroup !== undefined ? opts.cgroup : cgroup2Mount()
     this.cgroup = cg
-    this.noCgroup = !this.attributes
-      ? 'the high-level FUSE layer (REWINDFS_FUSE=hl) attributes no changes to tool calls'
-      : mode === 'pid' ? 'REWINDFS_ATTRIBUTION=pid' : cg === null ? 'no cgroup v2 hierarchy is mounted' : null
+    this.noCgroup = mode === 'pid' ? 'REWINDFS_ATTRIBUTION=pid' : cg === null ? 'no cgroup v2 hierarchy is mounted' : null
   }
 
   /**
@@ -156,7 +146,7 @@ export class ToolCalls implements ChangeAttribution {
     return out
   }
 
-  get active (): boolean { return this.attributes && (this.open.size > 0 || this.lingering.size > 0) }
+  get active (): boolean { return this.open.size > 0 || this.lingering.size > 0 }
 
   /**
    * Begins a call of `tool` whose processes are `pid` and its descendants.
@@ -168,11 +158,6 @@ export class ToolCalls implements ChangeAttribution {
     this.sweep()
     const id = this.next++
     const c: Call = { meta: { call: id, tool: req.tool, args: callArgs(req.args), mechanism: 'pid', started: Date.now(), ended: null, exitStatus: null }, pid: req.pid, dir: null, home: null }
-    if (!this.attributes) {
-      // nothing is attributed: answer the call (callers go on) but keep it out of the checkpoints
-      this.open.set(id, c)
-      return { call: id, tool: req.tool, mechanism: 'none', cgroup: null, reason: this.noCgroup! }
-    }
     if (this.cgroup !== null) {
       try {
         const home = this.dirOf(cgroupPathOf(req.pid))
@@ -199,7 +184,6 @@ export class ToolCalls implements ChangeAttribution {
     c.meta.ended = Date.now()
     c.meta.exitStatus = req.exitStatus ?? null
     this.open.delete(req.call)
-    if (!this.attributes) return { call: c.meta.call, tool: c.meta.tool, mechanism: 'none', cgroup: null, reason: this.noCgroup!, exitStatus: c.meta.exitStatus }
     this.roots.delete(c.pid)
     if (c.dir !== null) {
       // the process that began the call goes back where it came from (the runner lives on)

@@ -116,14 +116,13 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
 
   const live = ws
   // tool calls: every change a call's processes make is attributed to it (daemon/calls.ts)
-  const layer = fuseLayer()
-  const calls = new ToolCalls(gens.calls, { attributes: layer === 'll' })
-  if (calls.noCgroup !== null) log(`rewindfs: tool calls are ${layer === 'll' ? 'attributed by process ancestry, not by cgroup' : 'not attributed'} (${calls.noCgroup})`)
+  const calls = new ToolCalls(gens.calls)
+  if (calls.noCgroup !== null) log(`rewindfs: tool calls are attributed by process ancestry, not by cgroup (${calls.noCgroup})`)
   // the leaves of calls of daemons killed mid-call (or whose tools outlived them)
   const stale = calls.cleanStale()
   if (stale.removed + stale.busy > 0) log(`rewindfs: removed ${stale.removed} cgroup leaves of earlier daemons' tool calls${stale.busy > 0 ? `; ${stale.busy} still hold processes (removed at a later start)` : ''}`)
   // constructed here, mounted once the server listens (a bad or busy port must fail before anything is mounted)
-  const fuse = workspaceMount(layer, { mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live), attribution: calls })
+  const fuse = workspaceMount(fuseLayer(), { mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live), attribution: calls })
   // a full restore is announced to watchers by a helper process through the mount (daemon/announce.ts)
   gens.announce = async (a) => { await announce(a, o.dir, (x) => fuse.announceWith(x), log) }
 

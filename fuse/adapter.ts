@@ -12,7 +12,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import { Fuse, type FuseInstance, type FuseOps, type Stat as FuseStat, type InvalidateItem } from './binding.js'
 import { FsError, isNoSpace } from '../base/errno.js'
-import type { FsOps, Stat, Caller, InvalidationPlan, RestoreAnnouncer } from '../fs/api.js'
+import type { ChangeAttribution, FsOps, InodeOps, Stat, Caller, InvalidationPlan, RestoreAnnouncer } from '../fs/api.js'
+import { HandleCalls } from './handle-calls.js'
 
 /** Mount options that keep the binding near its ceiling and restores exact (fuse-native.md §6, §8). */
 export const MOUNT_OPTIONS = [
@@ -24,13 +25,15 @@ export interface AdapterOptions {
   /** directory to mount on */
   mountpoint: string
   /** the live workspace; read on every request, so it may be replaced (restore swaps its tables, not the object) */
-  workspace: FsOps
+  workspace: FsOps & Pick<InodeOps, 'lookupAt'>
   /** directory whose filesystem statfs reports (the store) */
   statfsPath: string
   /** makes the live state durable (fsync, fsyncdir: the inode is passed for the record); absent: fsync only answers */
   durable?: (ino: number) => Promise<void>
   /** log sink for unexpected errors */
   log?: (msg: string) => void
+  /** attribution of changes to tool calls (daemon/calls.ts); absent: none */
+  attribution?: ChangeAttribution
 }
 
 /** What a change makes stale in the kernel beyond the node it came through (see answerAfterSiblings). */
@@ -77,9 +80,12 @@ export class FuseMount {
   readonly counts = { ops: 0, errors: 0 }
   /** a restore's announcement while its helper runs (announceWith), else null */
   private announcer: RestoreAnnouncer | null = null
+  /** attribution of changes to tool calls (handle-calls.ts) */
+  private readonly calls: HandleCalls
 
   constructor (private readonly o: AdapterOptions) {
     this.ws = o.workspace
+    this.calls = new HandleCalls(o.attribution, (parent, name) => o.workspace.lookupAt(parent, name).ino)
     this.log = o.log ?? ((m) => process.stderr.write(m + '\n'))
     this.fuse = new Fuse(o.mountpoint, this.ops(), {
       force: true,
@@ -190,6 +196,13 @@ export class FuseMount {
   private ops (): FuseOps {
     const ws = this.ws
     const self = this
+    // attribution (handle-calls.ts): paths become (directory inode, name) only while a call is active
+    const calls = this.calls
+    const pid = (): number => self.fuse.context()?.pid ?? 0
+    const dirOf = (p: string): [number, string] => { const i = p.lastIndexOf('/'); return [ws.resolve(i <= 0 ? '/' : p.slice(0, i)), p.slice(i + 1)] }
+    const touched = (p: string): void => { if (calls.active) calls.changed(calls.of(pid()), ws.resolve(p)) }
+    const made = (p: string): void => { if (calls.active) calls.created(pid(), dirOf(p)[0], ws.resolve(p)) }
+    const removed = (p: string, rm: () => void): void => { if (!calls.active) { rm(); return } const [d, n] = dirOf(p); calls.remove(pid(), d, n, rm) }
     // status-only op: cb(result)
     const st = (op: string, fn: (...a: any[]) => void) => (...args: any[]) => {
       const cb = args[args.length - 1] as (n: number) => void
@@ -252,28 +265,29 @@ export class FuseMount {
       releasedir: st('releasedir', () => {}),
       readlink: val('readlink', (p: string) => ws.readlink(p)) as any,
       // the restore's helper (announcing) changes nothing: its chown and truncate only make the kernel emit IN_ATTRIB, IN_MODIFY
-      chmod: stl('chmod', (p: string, mode: number) => { if (self.announcing()) return NOTHING; ws.chmod(p, mode); return others(p) }),
-      chown: stl('chown', (p: string, uid: number, gid: number) => { if (self.announcing()) return NOTHING; ws.chown(p, uid, gid); return others(p) }),
-      utimens: stl('utimens', (p: string, a: bigint | null, m: bigint | null) => { if (self.announcing()) return NOTHING; ws.utimens(p, a, m); return others(p) }),
-      truncate: stl('truncate', (p: string, size: number) => { if (self.announcing()) return NOTHING; ws.truncate(p, size); return others(p) }, true),
+      chmod: stl('chmod', (p: string, mode: number) => { if (self.announcing()) return NOTHING; ws.chmod(p, mode); touched(p); return others(p) }),
+      chown: stl('chown', (p: string, uid: number, gid: number) => { if (self.announcing()) return NOTHING; ws.chown(p, uid, gid); touched(p); return others(p) }),
+      utimens: stl('utimens', (p: string, a: bigint | null, m: bigint | null) => { if (self.announcing()) return NOTHING; ws.utimens(p, a, m); touched(p); return others(p) }),
+      truncate: stl('truncate', (p: string, size: number) => { if (self.announcing()) return NOTHING; ws.truncate(p, size); touched(p); return others(p) }, true),
       ftruncate: stl('ftruncate', (p: string | null, fh: number, size: number) => {
         if (self.announcing()) return NOTHING
         ws.ftruncate(fh, size)
         const ino = ws.handleIno(fh)
+        if (calls.tracking) calls.wrote(pid(), fh, ino)
         return { paths: ws.otherNames(ino, p), nameless: ws.namelessOpen(ino, fh) }
       }, true),
       // the restore's helper creates and removes names the swap already added and removed (RestoreAnnouncer)
-      mkdir: st('mkdir', (p: string, mode: number) => { if (self.announcing()?.appear(p) !== true) ws.mkdir(p, mode, self.caller()) }),
-      rmdir: st('rmdir', (p: string) => { if (self.announcing()?.remove(p) !== true) ws.rmdir(p) }),
-      mknod: st('mknod', (p: string, mode: number, dev: number) => { if (self.announcing()?.appear(p) !== true) ws.mknod(p, mode, dev, self.caller()) }),
-      symlink: st('symlink', (target: string, p: string) => { if (self.announcing()?.appear(p) !== true) ws.symlink(target, p, self.caller()) }),
+      mkdir: st('mkdir', (p: string, mode: number) => { if (self.announcing()?.appear(p) !== true) { ws.mkdir(p, mode, self.caller()); made(p) } }),
+      rmdir: st('rmdir', (p: string) => { if (self.announcing()?.remove(p) !== true) removed(p, () => { ws.rmdir(p) }) }),
+      mknod: st('mknod', (p: string, mode: number, dev: number) => { if (self.announcing()?.appear(p) !== true) { ws.mknod(p, mode, dev, self.caller()); made(p) } }),
+      symlink: st('symlink', (target: string, p: string) => { if (self.announcing()?.appear(p) !== true) { ws.symlink(target, p, self.caller()); made(p) } }),
       // the names left of an unlinked hard-linked file show nlink - 1, and so do the nodes of
       // descriptors whose name was already gone (taken before: the kernel updates the node of p itself)
       unlink: stl('unlink', (p: string) => {
         if (self.announcing()?.remove(p) === true) return NOTHING
         const ino = ws.resolve(p)
         const nameless = ws.namelessOpen(ino)
-        ws.unlink(p)
+        removed(p, () => { ws.unlink(p) })
         return { paths: ws.otherNames(ino, null), nameless }
       }),
       // a replaced target loses a name (its other names and nameless nodes show nlink - 1); the moved inode's ctime changes
@@ -283,7 +297,7 @@ export class FuseMount {
         try { dst = ws.resolve(b) } catch {}
         let nameless = ws.namelessOpen(src)
         if (dst !== undefined && dst !== src) nameless ||= ws.namelessOpen(dst)
-        ws.rename(a, b)
+        if (calls.active) { const [da, na] = dirOf(a); const [db, nb] = dirOf(b); calls.renaming(pid(), da, na, db, nb, () => { ws.rename(a, b) }) } else ws.rename(a, b)
         const paths = ws.otherNames(src, b)
         if (dst !== undefined && dst !== src) paths.push(...ws.otherNames(dst, null))
         return { paths, nameless }
@@ -291,13 +305,24 @@ export class FuseMount {
       // the existing names (and nameless nodes) show nlink + 1
       link: stl('link', (a: string, b: string) => {
         ws.link(a, b)
+        made(b)
         const ino = ws.resolve(b)
         return { paths: ws.otherNames(ino, b), nameless: ws.namelessOpen(ino) }
       }),
       // the restore's helper opens for writing only to make the kernel emit IN_CLOSE_WRITE: it gets a read-only handle
-      open: val('open', (p: string, flags: number) => ws.open(p, self.announcing() ? 0 : flags)) as any,
-      create: val('create', (p: string, mode: number, flags: number) => self.announcing()?.appear(p) === true ? ws.open(p, 0) : ws.create(p, mode, flags, self.caller())) as any,
-      release: closeLike('release', (fh) => ws.release(fh)),
+      open: val('open', (p: string, flags: number) => {
+        if (self.announcing()) return ws.open(p, 0)
+        const fh = ws.open(p, flags)
+        if (calls.active) calls.opened(pid(), ws.handleIno(fh), fh, flags)
+        return fh
+      }) as any,
+      create: val('create', (p: string, mode: number, flags: number) => {
+        if (self.announcing()?.appear(p) === true) return ws.open(p, 0)
+        const fh = ws.create(p, mode, flags, self.caller())
+        if (calls.active) calls.created(pid(), dirOf(p)[0], ws.handleIno(fh), fh)
+        return fh
+      }) as any,
+      release: closeLike('release', (fh) => { calls.released(fh); ws.release(fh) }),
       flush: closeLike('flush', () => {}),
       // fsync/fsyncdir: the record (and sealed blocks) becomes durable before the answer
       fsync: (p: string | null, _datasync: number, fh: number, cb: (n: number) => void) => {
@@ -327,6 +352,7 @@ export class FuseMount {
       write: (p: string | null, fh: number, buf: Buffer, len: number, pos: number, cb: (n: number) => void) => {
         let n: number
         try { self.counts.ops++; n = ws.write(fh, buf, len, pos) } catch (e) { n = self.errno(e, 'write', p) }
+        if (calls.tracking && n > 0) { try { calls.wrote(pid(), fh, ws.handleIno(fh)) } catch {} }
         if (ws.linkedWrites.size !== 0 && n >= 0) {
           const stale = afterWrites(fh, p)
           if (stale.paths.length !== 0 || stale.nameless) { self.answerAfterSiblings(stale, true, () => cb(n)); return }
@@ -334,7 +360,7 @@ export class FuseMount {
         cb(n)
       },
       // the restore's helper changes no xattr either: the kernel removes security.capability at its truncate and chown
-      setxattr: st('setxattr', (p: string, name: string, value: Buffer, position: number, flags: number) => { if (!self.announcing()) ws.setxattr(p, name, value, flags) }),
+      setxattr: st('setxattr', (p: string, name: string, value: Buffer, position: number, flags: number) => { if (!self.announcing()) { ws.setxattr(p, name, value, flags); touched(p) } }),
       // the kernel asks for security.capability before every write: a miss answers ENODATA (null) without throwing
       getxattr: val('getxattr', (p: string, name: string) => { const v = ws.xattr(p, name); return v === undefined ? null : Buffer.from(v) }) as any,
       // trusted.* names are listed to root only, as native filesystems do for
@@ -344,7 +370,7 @@ export class FuseMount {
         const names = ws.listxattr(p)
         return self.caller().uid === 0 ? names : names.filter(n => !n.startsWith('trusted.'))
       }) as any,
-      removexattr: st('removexattr', (p: string, name: string) => { if (!self.announcing()) ws.removexattr(p, name) })
+      removexattr: st('removexattr', (p: string, name: string) => { if (!self.announcing()) { ws.removexattr(p, name); touched(p) } })
     }
   }
 }

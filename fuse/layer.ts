@@ -44,7 +44,7 @@ export interface MountOptions {
   statfsPath: string
   durable?: (ino: number) => Promise<void>
   log?: (msg: string) => void
-  /** attribution of changes to tool calls (daemon/calls.ts); the low-level layer only (hl attributes nothing: fuse-native passes no pid) */
+  /** attribution of changes to tool calls (daemon/calls.ts); both layers report changes (fuse/handle-calls.ts) */
   attribution?: ChangeAttribution
 }
 

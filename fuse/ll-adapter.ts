@@ -43,7 +43,7 @@ import {
 import { FsError, isNoSpace } from '../base/errno.js'
 import { isByteName, nameBuffer, nameOfBuffer } from '../base/names.js'
 import type { InodeOps, Stat, Caller, InvalidationPlan, AttrChange, RestoreAnnouncer, ChangeAttribution } from '../fs/api.js'
-import { HandleCalls } from './ll-calls.js'
+import { HandleCalls } from './handle-calls.js'
 
 const E = os.constants.errno
 const SEEK_DATA = 3
@@ -114,7 +114,7 @@ export class LowLevelMount {
   private noSpaceLogged = 0
   /** the answer buffer of every read (the largest READ request: max_pages of 4 KiB) */
   private readonly readBuf = Buffer.allocUnsafeSlow(LARGEST_READ)
-  /** attribution of changes to tool calls (ll-calls.ts) */
+  /** attribution of changes to tool calls (handle-calls.ts) */
   private readonly calls: HandleCalls
 
   constructor (private readonly o: LowLevelAdapterOptions) {
@@ -290,7 +290,7 @@ export class LowLevelMount {
   private ops (): LowLevelOps {
     const ws = this.ws
     const caller = (r: Request): Caller => ({ uid: r.uid, gid: r.gid })
-    const calls = this.calls // attribution (ll-calls.ts)
+    const calls = this.calls // attribution (handle-calls.ts)
     const raw: LowLevelOps = {
       // the restore's helper (announcing) sees removed names until it unlinks them and added ones
       // only once it creates them; its creations, removals, opens and setattrs change nothing (RestoreAnnouncer)

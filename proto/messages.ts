@@ -213,11 +213,11 @@ export interface CallInfo {
   /** the call's id: every change its processes make is attributed to it */
   call: Integer
   tool: string
-  /** how its processes are matched: cgroup or pid (the fallback: no cgroup v2, or one could not be made; `reason` says why); none: the daemon attributes nothing (REWINDFS_FUSE=hl), its checkpoints carry no `calls` */
-  mechanism: 'cgroup' | 'pid' | 'none'
-  /** the cgroup v2 path of the call (relative to the cgroup mount), null with pid and none */
+  /** how its processes are matched: cgroup or pid (the fallback: no cgroup v2, or one could not be made; `reason` says why) */
+  mechanism: 'cgroup' | 'pid'
+  /** the cgroup v2 path of the call (relative to the cgroup mount), null with pid */
   cgroup: string | null
-  /** with mechanism pid or none: why no cgroup was used */
+  /** with mechanism pid: why no cgroup was used */
   reason?: string
   /** call_end only: the exit status given */
   exitStatus?: Integer | null

@@ -15,10 +15,10 @@
  * test probes the same thing and expects it) and with
  * REWINDFS_ATTRIBUTION=pid.
  *
- * Also: the leaves a killed daemon left are removed at the next start and
- * a clean unmount leaves none (cgroup only; skipped without a writable
- * cgroup v2); with the libfuse 2.9 layer (REWINDFS_FUSE=hl) a call is
- * answered with mechanism none and the checkpoint has no `calls`.
+ * The same again on the libfuse 2.9 layer (REWINDFS_FUSE=hl), which reports
+ * changes by path. Also: the leaves a killed daemon left are removed at
+ * the next start and a clean unmount leaves none (cgroup only; skipped
+ * without a writable cgroup v2).
  * Every mount is unmounted in teardown (helpers/mount.ts).
  */
 import t from 'tap'
@@ -44,7 +44,7 @@ const waitFor = async (file: string): Promise<void> => {
   }
 }
 
-for (const [name, choices] of [['default mechanism', {}], ['pid mechanism', { env: { REWINDFS_ATTRIBUTION: 'pid' } }]] as Array<[string, MountChoices]>) {
+for (const [name, choices] of [['default mechanism', {}], ['pid mechanism', { env: { REWINDFS_ATTRIBUTION: 'pid' } }], ['libfuse 2.9 layer, REWINDFS_FUSE=hl', { env: { REWINDFS_FUSE: 'hl' } }]] as Array<[string, MountChoices]>) {
   const expected = name === 'pid mechanism' || cgroupDir === null ? 'pid' : 'cgroup'
   t.test(`two processes writing at once, one of them in a tool call (${name}: ${expected})`, async t => {
     const m = await mountWorkspace(t, undefined, choices)
@@ -144,19 +144,3 @@ function cg (p: string): string {
   const c = cgroup2Mount()!
   return path.join(c.mountPoint, c.root === '/' ? p : p.slice(c.root.length))
 }
-
-t.test('the libfuse 2.9 layer (REWINDFS_FUSE=hl) attributes nothing, and says so', async t => {
-  const m = await mountWorkspace(t, undefined, { env: { REWINDFS_FUSE: 'hl' } })
-  const info = await m.client.callBegin({ tool: 'edit', pid: process.pid })
-  t.equal(info.mechanism, 'none')
-  t.match(info.reason, /REWINDFS_FUSE=hl/)
-  t.equal(info.cgroup, null, 'no cgroup is made')
-  await m.sh('echo x > f.txt')
-  const end = await m.client.callEnd({ call: info.call, exitStatus: 0 })
-  t.equal(end.mechanism, 'none')
-  await m.client.mark({ label: 'after' })
-  t.equal((await m.client.candidates({ limit: 1 }))[0].calls, undefined, 'the checkpoint claims no attribution')
-  const blame = await m.cli(['blame', 'f.txt'])
-  t.notMatch(blame.stdout, /tool call \d+:/, 'blame names no call')
-  await m.unmount()
-})

@@ -1,5 +1,6 @@
 /**
- * The low-level adapter's side of attribution (fs/api.ts
+ * The FUSE adapters' side of attribution (fuse/ll-adapter.ts and, by path,
+ * fuse/adapter.ts; fs/api.ts
  * ChangeAttribution; DECISIONS.md "Attribution of changes to tool
  * calls"): which tool call a request belongs to, and which inodes each call
  * changed. A request's call is asked of the daemon (from the requester's
@@ -18,13 +19,19 @@ import type { ChangeAttribution } from '../fs/api.js'
 const O_ACCMODE = 3
 const O_TRUNC = fs.constants.O_TRUNC
 
-/** Per-mount attribution state of fuse/ll-adapter.ts (see the module comment). */
+/** Per-mount attribution state of an adapter (see the module comment). */
 export class HandleCalls {
   /** the tool call each open file handle was opened by */
   private readonly byFh = new Map<number, number>()
 
   /** `at`: the daemon's attribution (absent: nothing is attributed); `inoAt(parent, name)`: the inode a name holds (throws when none) */
   constructor (private readonly at: ChangeAttribution | undefined, private readonly inoAt: (parent: number, name: string) => number) {}
+
+  /** True while a call is active (asking for a request's call can answer one). */
+  get active (): boolean { return this.at !== undefined && this.at.active }
+
+  /** True while a write through a handle can be a call's (a call is active, or a handle keeps one). */
+  get tracking (): boolean { return this.at !== undefined && (this.byFh.size !== 0 || this.at.active) }
 
   /** The call of the process `pid` (0: none, or no call is active). */
   of (pid: number): number {
@@ -90,7 +97,7 @@ export class HandleCalls {
 
   /** A write through handle `fh` to inode `ino`, sent by `pid`. */
   wrote (pid: number, fh: number, ino: number): void {
-    if (this.at !== undefined && (this.byFh.size !== 0 || this.at.active)) this.changed(this.via(pid, fh), ino)
+    if (this.tracking) this.changed(this.via(pid, fh), ino)
   }
 
   /** Handle `fh` was closed. */
