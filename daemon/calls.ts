@@ -100,6 +100,8 @@ export class ToolCalls implements ChangeAttribution {
   private cache = new Map<number, number>()
   private readonly marker = `rewindfs-call-${process.pid}-`
   private readonly cgroup: CgroupMount | null
+  /** the cgroup v2 mount, whatever the mechanism (cleanStale: a pid-mode daemon removes earlier daemons' leaves too) */
+  private readonly hierarchy: CgroupMount | null
   /** why calls use the pid mechanism when cgroups are not used at all, else null */
   readonly noCgroup: string | null
 
@@ -112,7 +114,8 @@ export class ToolCalls implements ChangeAttribution {
   constructor (private readonly log: CallLog, opts: { mode?: string, cgroup?: CgroupMount | null } = {}) {
     const mode = (opts.mode ?? process.env.REWINDFS_ATTRIBUTION ?? '').trim()
     if (mode !== '' && mode !== 'cgroup' && mode !== 'pid') throw new Error(`REWINDFS_ATTRIBUTION=${mode} is not a mechanism: set it to cgroup or pid, or leave it unset (cgroup where possible)`)
-    const cg = mode === 'pid' ? null : opts.cgroup !== undefined ? opts.cgroup : cgroup2Mount()
+    this.hierarchy = opts.cgroup !== undefined ? opts.cgroup : cgroup2Mount()
+    const cg = mode === 'pid' ? null : this.hierarchy
     this.cgroup = cg
     this.noCgroup = mode === 'pid' ? 'REWINDFS_ATTRIBUTION=pid' : cg === null ? 'no cgroup v2 hierarchy is mounted' : null
   }
@@ -125,8 +128,8 @@ export class ToolCalls implements ChangeAttribution {
    */
   cleanStale (): { removed: number, busy: number } {
     const out = { removed: 0, busy: 0 }
-    if (this.cgroup === null) return out
-    const stack: Array<[string, number]> = [[this.cgroup.mountPoint, 0]]
+    if (this.hierarchy === null) return out
+    const stack: Array<[string, number]> = [[this.hierarchy.mountPoint, 0]]
     let seen = 0
     while (stack.length > 0 && seen < STALE_WALK_MAX) {
       const [dir, depth] = stack.pop()!

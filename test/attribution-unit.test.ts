@@ -149,3 +149,26 @@ t.test('ToolCalls by cgroup', { skip: await writableCgroup() === null ? 'no writ
   t.equal(calls.active, false)
   fs.writeFileSync(path.join(tmp, 'stop'), '')
 })
+
+t.test('cleanStale removes the leaves of daemons that are gone, whatever the mechanism', async t => {
+  // a stand-in hierarchy of plain directories: rmdir behaves as on cgroupfs for an empty leaf, and a
+  // leaf with something in it is refused as a busy cgroup is
+  const root = fs.mkdtempSync('/tmp/rewindfs-attrib-stale-')
+  t.teardown(() => fs.rmSync(root, { recursive: true, force: true }))
+  const gone = spawn('true'); await new Promise(resolve => gone.on('exit', resolve))
+  const dead = path.join(root, 'a', `rewindfs-call-${gone.pid}-1`)
+  const deep = path.join(root, 'a', 'b', 'c', `rewindfs-call-${gone.pid}-2`)
+  const live = path.join(root, 'a', 'b', `rewindfs-call-${process.ppid}-3`)
+  const busy = path.join(root, `rewindfs-call-${gone.pid}-4`)
+  const other = path.join(root, 'rewindfs-call-x-5')
+  for (const d of [dead, deep, live, busy, other]) fs.mkdirSync(d, { recursive: true })
+  fs.writeFileSync(path.join(busy, 'cgroup.procs'), '123\n')
+  const calls = new ToolCalls(new CallLog(), { mode: 'pid', cgroup: { mountPoint: root, root: '/' } })
+  t.same(calls.cleanStale(), { removed: 2, busy: 1 })
+  t.notOk(fs.existsSync(dead), 'a dead daemon\'s leaf goes')
+  t.notOk(fs.existsSync(deep), 'however deep it is')
+  t.ok(fs.existsSync(live), 'a running process\'s leaf stays')
+  t.ok(fs.existsSync(busy), 'a leaf that cannot be removed stays')
+  t.ok(fs.existsSync(other), 'a directory that only looks like one stays')
+  t.same(new ToolCalls(new CallLog(), { cgroup: null }).cleanStale(), { removed: 0, busy: 0 }, 'no hierarchy: nothing to do')
+})
