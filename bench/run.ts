@@ -10,7 +10,7 @@
  * bench/results/ (committed). --quick: one round of the quick subset of the
  * session, 3 s phases, 1,000 and 10,000 files; under 5 minutes on 2 cores;
  * writes to bench/results/quick/ (not committed). --smoke: the smoke form
- * test/bench-smoke.test.ts runs: every benchmark's code path on tiny inputs
+ * test/bench/bench-smoke.test.ts runs: every benchmark's code path on tiny inputs
  * (the session's 7 steps that name the repository's files, 0.5 s phases, 100 files), about
  * a minute; writes to bench/results/smoke/ (not committed). The load average is
  * sampled every 5 s throughout and recorded.

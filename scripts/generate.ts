@@ -1,6 +1,6 @@
 /**
  * Files generated from one definition, committed, and checked by the suite
- * to be up to date (test/generated.test.ts):
+ * to be up to date (test/repo/generated.test.ts):
  *
  * - proto/schema/protocol.schema.json: a JSON Schema (draft-07) of every
  *   wire message, generated from the TypeScript types of proto/messages.ts

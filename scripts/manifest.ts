@@ -1,6 +1,6 @@
 /**
  * Independent manifests of a directory tree, for the main job
- * (scripts/main-job.ts) and the real-tools tests (test/tools-*.test.ts):
+ * (scripts/main-job.ts) and the real-tools tests (test/tools/tools-*.test.ts):
  * runs scripts/manifest.sh (GNU find + sha256sum, not rewindfs's own view)
  * and compares its output.
  *

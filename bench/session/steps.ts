@@ -36,7 +36,7 @@ export interface StepEnvOptions {
 }
 
 /** The two unit test files the session runs (pure logic: no mount, no child daemon). */
-export const UNIT_TESTS = ['dist/test/itable.test.js', 'dist/test/proto.test.js']
+export const UNIT_TESTS = ['dist/test/workspace/itable.test.js', 'dist/test/protocol/proto.test.js']
 
 const NPM_CI = 'npm ci --offline --no-audit --no-fund --loglevel=error'
 /** the project's build: one project per folder (README "Layout") */
@@ -83,7 +83,7 @@ export const STEPS: readonly Step[] = [
 ]
 
 /**
- * The smoke form's steps (test/bench-smoke.test.ts, `bench/run.js --smoke`):
+ * The smoke form's steps (test/bench/bench-smoke.test.ts, `bench/run.js --smoke`):
  * the clone and every step that names a file of the repository (none needs
  * npm or a build), so a session runs in seconds in every mode yet still
  * touches every file the steps name: a layout change that moves one fails

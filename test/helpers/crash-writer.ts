@@ -1,5 +1,5 @@
 /**
- * The workload of test/crash.test.ts, run as a child process (fork, IPC) so
+ * The workload of test/crash/crash.test.ts, run as a child process (fork, IPC) so
  * that it keeps writing while the test process kills the daemon: many
  * files, big files written in chunks that straddle 64 KiB block
  * boundaries, writes at offsets (holes beyond the end), appends, truncates,

@@ -1,5 +1,5 @@
 /**
- * Builders for the crash-safety tests (test/crash.test.ts): the workload
+ * Builders for the crash-safety tests (test/crash/crash.test.ts): the workload
  * child process (crash-writer.ts) behind a small promise API, manifests and
  * their content-only projection, and the two ways to kill a daemon: plain
  * SIGKILL (libfuse's auto_unmount helper then removes the mount) and

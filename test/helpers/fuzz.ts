@@ -1,6 +1,6 @@
 /**
  * Differential fuzzing of a rewindfs mount against a native directory
- * (test/fuzz.test.ts runs it).
+ * (test/fuzz/fuzz.test.ts runs it).
  *
  * An operation sequence is a list of plain JSON objects (`Op`) with every
  * argument concrete (paths, offsets, lengths, the seed of the bytes

@@ -1,5 +1,5 @@
 /**
- * Shared pieces of the real-tools tests (test/tools-*.test.ts): the scale
+ * Shared pieces of the real-tools tests (test/tools/tools-*.test.ts): the scale
  * switch, running commands and background processes, and the rewind cycle
  * every tool ends with:
  *

@@ -6,7 +6,7 @@ Marks a checkpoint carrying a context and segment metadata, lists the
 candidates, changes notes.txt in the workspace, restores the checkpoint,
 reads its context back, adds a rewind memory entry, pins the checkpoint,
 ends the run, asks gc for a dry run, and prints one JSON
-object with what it saw (test/agent-ops.test.ts asserts on it). Errors from
+object with what it saw (test/client/agent-ops.test.ts asserts on it). Errors from
 the daemon are printed as {"error": code}.
 """
 import json

@@ -1,4 +1,4 @@
-"""Run by test/effects-cli.test.ts against a mounted workspace: argv[1] is the
+"""Run by test/effects/effects-cli.test.ts against a mounted workspace: argv[1] is the
 store. Exercises client/python/rewindfs_effects.py's guarded_call: confirmed,
 a refused repeat (nothing called), a timeout recorded unknown, an error that
 proves nothing was sent recorded failed. Prints one JSON line of results."""

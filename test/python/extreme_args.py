@@ -1,4 +1,4 @@
-"""Extreme arguments at every operation, for test/extreme-args.test.ts.
+"""Extreme arguments at every operation, for test/posix/extreme-args.test.ts.
 
 Run as `extreme_args.py DIR` with DIR inside the mount. Each case calls one
 system call with an argument at or past a limit and records the outcome

@@ -1,4 +1,4 @@
-"""Persistent helper of the differential fuzz test (test/fuzz.test.ts).
+"""Persistent helper of the differential fuzz test (test/fuzz/fuzz.test.ts).
 
 Answers one JSON request per line on stdin with one JSON reply per line on
 stdout, so the test does not spawn a process per operation. It does what

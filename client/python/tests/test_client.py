@@ -1,6 +1,6 @@
 """Tests of the rewindfs Python package against a live daemon.
 
-Run by test/python-client.test.ts, which installs the package into a venv and
+Run by test/client/python-client.test.ts, which installs the package into a venv and
 mounts a workspace: REWINDFS_TEST_WORKSPACE is the mounted workspace (it
 holds a file `a.txt`), REWINDFS_RUNTIME_DIR the daemon's runtime directory.
 """
@@ -15,7 +15,7 @@ WS = os.environ.get("REWINDFS_TEST_WORKSPACE", "")
 
 
 def need_daemon(cls):
-    return unittest.skipUnless(WS, "REWINDFS_TEST_WORKSPACE is not set (run through test/python-client.test.ts)")(cls)
+    return unittest.skipUnless(WS, "REWINDFS_TEST_WORKSPACE is not set (run through test/client/python-client.test.ts)")(cls)
 
 
 class Installed(unittest.TestCase):

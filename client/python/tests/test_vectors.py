@@ -109,7 +109,7 @@ class Matcher(unittest.TestCase):
         self.assertIsNotNone(mismatch({"$bytes": "AQID"}, b"\x01\x02\x04", {}))
 
 
-@unittest.skipUnless(WS and VECTORS, "REWINDFS_TEST_WORKSPACE and REWINDFS_VECTORS are not set (run through test/python-client.test.ts)")
+@unittest.skipUnless(WS and VECTORS, "REWINDFS_TEST_WORKSPACE and REWINDFS_VECTORS are not set (run through test/client/python-client.test.ts)")
 class Vectors(unittest.TestCase):
     def run_vectors(self, encoding):
         with open(VECTORS, encoding="utf-8") as f:
