@@ -45,6 +45,15 @@ fi
 say "building"
 # one project per folder (tsc -b): a wrong-way import or a cycle fails the build (README "Layout")
 node_modules/.bin/tsc -b
+# tsc -b never deletes an output: a compiled test whose source moved or was removed would still be
+# found and run by test.sh (twice, when it moved), so outputs under dist/test without a source go
+if [ -d dist/test ]; then
+  find dist/test -name '*.js' | while read -r js; do
+    rel=${js#dist/test/}
+    [ -e "test/${rel%.js}.ts" ] || rm -f "$js" "${js%.js}.d.ts" "$js.map"
+  done
+  find dist/test -mindepth 1 -type d -empty -delete
+fi
 # the harness hook client: C, because it runs before every tool call (Node's start-up alone is ~60 ms)
 if [ ! -x dist/hooks/rewindfs-hook ] || [ hooks/rewindfs-hook.c -nt dist/hooks/rewindfs-hook ] || [ hooks/json-reader.h -nt dist/hooks/rewindfs-hook ]; then
   mkdir -p dist/hooks

@@ -5,7 +5,8 @@
 # runs side by side never touch each other's mounts).
 #
 #   bash scripts/test.sh                      # every test file
-#   bash scripts/test.sh dist/test/x.test.js  # these files only
+#   bash scripts/test.sh dist/test/x/y.test.js         # these files only
+#   bash scripts/test.sh dist/test/restore/*.test.js   # one folder (test/README.md)
 #
 # Test files run two at a time (REWINDFS_TEST_JOBS, default 2): on 2 cores
 # most of a FUSE test's time is spent waiting on the daemon, the kernel or a
@@ -27,7 +28,10 @@ run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/rewindfs-run-XXXXXX")
 chmod 755 "$run_tmp"   # tests run commands as an unprivileged user inside it
 export TMPDIR=$run_tmp
 files=("$@")
-[ "${#files[@]}" -gt 0 ] || mapfile -t files < <(find dist/test -name '*.test.js' -not -path '*/helpers/*' | LC_ALL=C sort)
+# every compiled test that still has its source (after `tsc -b` alone, an output of a test that moved or
+# was removed is still there: scripts/setup.sh removes those)
+[ "${#files[@]}" -gt 0 ] || mapfile -t files < <(find dist/test -name '*.test.js' -not -path '*/helpers/*' | LC_ALL=C sort |
+  while read -r f; do r=${f#dist/test/}; [ -e "test/${r%.js}.ts" ] && echo "$f"; done)
 
 # Mount points under the run's directory, deepest first (octal escapes of /proc/mounts kept: the
 # tools below take them as written there only after unescaping, done by printf %b).
