@@ -64,7 +64,8 @@ function toFuseStat (s: Stat): FuseStat {
  * Longest wait for the kernel to drop hard-link siblings' attributes before a
  * request is answered, ms. The notification normally lands in well under a
  * millisecond; the bound only matters when the notify thread is late. 50 ms
- * expired once in about fifteen runs of test/posix/posix.test.ts on 2 cores at a
+ * expired once in about fifteen runs of the conformance suite (its hard-link
+ * cases: test/posix/conformance/namespace.ts) on 2 cores at a
  * load average of 10 (stat through the first name right after link() showed
  * the old ctime), so the bound is generous: it costs nothing when the thread
  * is on time.

@@ -8,7 +8,7 @@
 #   - crash safety (test/crash/crash.test.ts): kill -9 rounds for ~30% of the budget
 #   - the property test (test/fuzz/property.test.ts): 12 seeds x 300 ops
 #   - real tools at large scale (test/tools/tools-*.test.ts, REWINDFS_TOOLS_SCALE=large)
-#   - the conformance suite (test/posix/posix.test.ts)
+#   - the conformance suite (test/posix/conformance.test.ts)
 #   - the soak (test/tools/soak.test.ts): tools, a checkpoint a second, a restore
 #     every 30 s; 30 minutes when the budget is 100 minutes or more, else 30%
 # Set-up is the same as npm test's (scripts/setup.sh).
@@ -34,7 +34,7 @@ export REWINDFS_TAP_TIMEOUT=$((budget + 1800))
 export REWINDFS_TEST_LIMIT=$((budget * 2 + 1800))
 out=$(mktemp "${TMPDIR:-/tmp}/rewindfs-long-XXXXXX.log")
 echo "test-long: ${minutes} min budget (fuzz ${REWINDFS_FUZZ_SECONDS} s, ${REWINDFS_CRASH_ROUNDS} crash rounds); log in $out" >&2
-files=(dist/test/fuzz/fuzz.test.js dist/test/crash/crash.test.js dist/test/fuzz/property.test.js dist/test/posix/posix.test.js dist/test/tools/soak.test.js)
+files=(dist/test/fuzz/fuzz.test.js dist/test/crash/crash.test.js dist/test/fuzz/property.test.js dist/test/posix/conformance.test.js dist/test/tools/soak.test.js)
 for f in dist/test/tools/tools-*.test.js; do [ -e "$f" ] && files+=("$f"); done
 set +e
 bash scripts/test.sh "${files[@]}" 2>&1 | tee "$out"
