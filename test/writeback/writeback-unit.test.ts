@@ -1,10 +1,9 @@
 /**
- * Write-back and diff without FUSE (issue 9): the final state of a live
- * workspace written into its directory (fs/writeback.ts) matches what the
- * workspace showed, path by path (bytes, modes, symlinks, hard links, empty
+ * Write-back without FUSE (issue 9): the final state of a live workspace
+ * written into its directory (fs/writeback.ts) matches what the workspace
+ * showed, path by path (bytes, modes, symlinks, hard links, empty
  * directories, sparse files, removed paths), and the directory is untouched
- * when the unmount discards. diff (fs/history/diff.ts) between checkpoints
- * names exactly the paths whose content, attributes or type changed.
+ * when the unmount discards. (diff without FUSE: test/diff/diff-unit.test.ts.)
  */
 import t from 'tap'
 import fs from 'node:fs'
@@ -15,8 +14,6 @@ import { manifestOf as fullManifest } from '../helpers/fuzz.js'
 
 /** The directory's manifest without atimes (taking a manifest reads every file, which itself moves atimes under relatime). */
 const manifestOf = (dir: string): unknown => [...fullManifest(dir)].map(([p, e]) => [p, { ...e, st: { ...e.st, atime: undefined } }])
-
-const byPath = (d: Array<{ change: string, path: string }>): string[] => d.map(e => `${e.change} ${e.path}`).sort()
 
 /** A directory with a bit of everything, as a user's project would be before the mount. */
 function seed (dir: string): void {
@@ -90,28 +87,5 @@ t.test('a discarding unmount (apply: false) changes nothing in the directory', a
   t.same(r.errors, [])
   t.equal(r.written, 0, 'nothing written')
   t.same(manifestOf(lowerDir), before, 'the directory is as it was')
-  await close()
-})
-
-t.test('diff between checkpoints: A, D, M for bytes, m for attributes only, T for type', async t => {
-  const { root, lowerDir } = tempRoot(t, 'rewindfs-wbu-')
-  seed(lowerDir)
-  const { ws, gens, close } = await open(root, lowerDir)
-  ws.readdir('/') // list the root, as any tool would
-  ws.readdir('/src')
-  const c1 = await gens.mark(ws, {})
-  write(ws, '/src/edit.txt', 'other!\n') // same size, other bytes
-  ws.chmod('/src/keep.txt', 0o600)
-  ws.unlink('/gone.txt')
-  write(ws, '/added.txt', 'new')
-  ws.rmdir('/old-empty')
-  write(ws, '/old-empty', 'now a file')
-  const c2 = await gens.mark(ws, {})
-  const d = await gens.diff(ws, c1.id, c2.id)
-  const lines = byPath(d).filter(l => !l.endsWith(' /') && !l.endsWith(' /src'))
-  t.same(lines, ['A /added.txt', 'D /gone.txt', 'M /src/edit.txt', 'T /old-empty', 'm /src/keep.txt'].sort().map(l => l
-    .replace(/^A /, 'added ').replace(/^D /, 'deleted ').replace(/^M /, 'modified ').replace(/^m /, 'meta ').replace(/^T /, 'type ')).sort())
-  t.same(await gens.diff(ws, c2.id, c2.id), [], 'a checkpoint against itself: nothing')
-  t.same(byPath(await gens.diff(ws, c2.id)).filter(l => !l.endsWith(' /')), [], 'the live workspace right after a checkpoint: nothing')
   await close()
 })
