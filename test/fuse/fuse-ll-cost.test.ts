@@ -6,9 +6,9 @@
  * exact; every access to the mount runs in a child process (Python).
  */
 import t from 'tap'
-import { fuseDeviceOf } from '../fuse/ll/session.js'
-import { mountMem, py } from './helpers/ll-mount.js'
-import type { MemFs } from './helpers/memfs-ll.js'
+import { fuseDeviceOf } from '../../fuse/ll/session.js'
+import { mountMem, py } from '../helpers/ll-mount.js'
+import type { MemFs } from '../helpers/memfs-ll.js'
 
 t.test('capabilityFree: the binding answers getxattr("security.capability") for inodes known to have none, and forgets at a change', async (t) => {
   let mem!: MemFs
