@@ -18,11 +18,11 @@ import t from 'tap'
 import fs from 'node:fs'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
-import { tempRoot, open, write } from './helpers/workspace.js'
-import { writableCgroup } from './helpers/cgroup.js'
-import type { CallMeta } from '../fs/history/call-log.js'
-import { CallLog } from '../fs/history/call-log.js'
-import { ToolCalls, cgroup2Mount, cgroupPathOf } from '../daemon/calls.js'
+import { tempRoot, open, write } from '../helpers/workspace.js'
+import { writableCgroup } from '../helpers/cgroup.js'
+import type { CallMeta } from '../../fs/history/call-log.js'
+import { CallLog } from '../../fs/history/call-log.js'
+import { ToolCalls, cgroup2Mount, cgroupPathOf } from '../../daemon/calls.js'
 
 const meta = (call: number, tool: string, ended = true): CallMeta => ({ call, tool, args: '[]', mechanism: 'pid', started: 1, ended: ended ? 2 : null, exitStatus: ended ? 0 : null })
 

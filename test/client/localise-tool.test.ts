@@ -12,9 +12,9 @@
 import t from 'tap'
 import fs from 'node:fs'
 import path from 'node:path'
-import { backtrackCandidates, ToolArgumentError } from '../client/tools.js'
-import { backtrackLocalise, parseLocaliseArgs } from '../client/localise.js'
-import type { CandidateInfo, CallChanges, DiffEntry } from '../proto/messages.js'
+import { backtrackCandidates, ToolArgumentError } from '../../client/tools.js'
+import { backtrackLocalise, parseLocaliseArgs } from '../../client/localise.js'
+import type { CandidateInfo, CallChanges, DiffEntry } from '../../proto/messages.js'
 
 const call = (over: Partial<CallChanges>): CallChanges => ({
   call: null, tool: null, args: null, exitStatus: null, open: false, mechanism: null, created: [], modified: [], deleted: [],

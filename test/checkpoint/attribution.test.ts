@@ -25,10 +25,10 @@ import t from 'tap'
 import fs from 'node:fs'
 import path from 'node:path'
 import { spawn } from 'node:child_process'
-import { mountWorkspace, type MountChoices } from './helpers/mount.js'
-import { writableCgroup } from './helpers/cgroup.js'
-import { cgroup2Mount } from '../daemon/calls.js'
-import type { CallChanges } from '../proto/messages.js'
+import { mountWorkspace, type MountChoices } from '../helpers/mount.js'
+import { writableCgroup } from '../helpers/cgroup.js'
+import { cgroup2Mount } from '../../daemon/calls.js'
+import type { CallChanges } from '../../proto/messages.js'
 
 const cgroupDir = await writableCgroup()
 
