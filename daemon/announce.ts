@@ -53,12 +53,16 @@ export function encodeSteps (steps: AnnounceStep[]): Buffer {
  * when the helper has exited (or was killed after the wait); never rejects:
  * a restore does not fail because watchers could not be told.
  */
-export async function announce (a: Announcement, mountpoint: string, route: (a: RestoreAnnouncer | null) => void, log: (m: string) => void): Promise<AnnounceReport> {
+export async function announce (a: Announcement, mountpoint: string, route: (a: RestoreAnnouncer | null) => Promise<void> | void, log: (m: string) => void): Promise<AnnounceReport> {
   const t0 = performance.now()
   if (a.steps.length === 0) return { steps: 0, failed: 0, ms: 0 }
   if (!fs.existsSync(ANNOUNCE_HELPER)) {
     return { steps: a.steps.length, failed: a.steps.length, ms: 0, skipped: `${ANNOUNCE_HELPER} is missing (run scripts/setup.sh): watchers were not told of the restore` }
   }
+  // routed before the helper starts (a.pid 0: none of its requests yet), so that the mount drops the
+  // negative entries that would hide a removed name from it (fuse/layer.ts announceWith)
+  a.pid = 0
+  await route(a)
   const child = spawn(ANNOUNCE_HELPER, [mountpoint], { stdio: ['pipe', 'ignore', 'pipe'], cwd: '/' })
   let err = ''
   child.stderr.setEncoding('utf8')
@@ -67,10 +71,8 @@ export async function announce (a: Announcement, mountpoint: string, route: (a: 
     child.once('exit', (code) => resolve(code))
     child.once('error', () => resolve(null))
   })
-  if (child.pid !== undefined) {
-    a.pid = child.pid
-    route(a)
-  }
+  // set before the event loop turns: the daemon answers none of the helper's requests before this
+  if (child.pid !== undefined) a.pid = child.pid
   child.stdin.on('error', () => {})
   child.stdin.end(encodeSteps(a.steps))
   let timer: NodeJS.Timeout | undefined
@@ -80,7 +82,7 @@ export async function announce (a: Announcement, mountpoint: string, route: (a: 
   if (r === 'timeout') child.kill('SIGKILL')
   await exited
   a.pid = 0
-  route(null)
+  await route(null)
   const lines = err.split('\n').filter(l => l !== '')
   if (lines.length > 0) log(`rewindfs: telling watchers of the restore: ${lines.length} of ${a.steps.length} steps failed (first: ${lines[0]})`)
   if (r === 'timeout') log(`rewindfs: telling watchers of the restore took too long; the helper (pid ${child.pid ?? '?'}) was killed`)

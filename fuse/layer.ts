@@ -33,8 +33,12 @@ export interface WorkspaceMount {
   requestCounts(): Record<string, number>
   /** the kernel's node ids as the low-level layer counts them (absent on hl: libfuse 2.9 keeps its own node table) */
   kernelNodes?(): KernelNodes
-  /** routes the requests of a restore announcement's helper process to `a` while it runs; null stops (fs/api.ts RestoreAnnouncer) */
-  announceWith(a: RestoreAnnouncer | null): void
+  /**
+   * Routes the requests of a restore announcement's helper process (a.pid, set once it is started)
+   * to `a` while it runs; null stops (fs/api.ts RestoreAnnouncer). Resolves once the kernel holds no
+   * cached "no such name" for a name the helper must remove (ll; hl caches no negatives).
+   */
+  announceWith(a: RestoreAnnouncer | null): Promise<void> | void
 }
 
 export interface MountOptions {
@@ -58,7 +62,7 @@ export function workspaceMount (layer: FuseLayer, o: MountOptions): WorkspaceMou
       invalidate: async (plan) => await m.invalidate(plan),
       requestCounts: () => m.requestCounts(),
       kernelNodes: () => m.nodes(),
-      announceWith: (a) => m.announceWith(a)
+      announceWith: async (a) => await m.announceWith(a)
     }
   }
   const m = new FuseMount(o)

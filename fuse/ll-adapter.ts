@@ -246,7 +246,24 @@ export class LowLevelMount {
    * Routes the requests of the restore announcement's helper process
    * (`a.pid`) to `a` while it runs; null stops (fs/api.ts RestoreAnnouncer).
    */
-  announceWith (a: RestoreAnnouncer | null): void { this.announcer = a }
+  async announceWith (a: RestoreAnnouncer | null): Promise<void> {
+    this.announcer = a
+    const s = this.session
+    if (a === null || s === null) return
+    // The helper shares the kernel's dentry cache with every other process. A negative entry another
+    // process was answered for a removed name (after the swap, before now) would make the helper's
+    // unlink or rmdir of it fail with ENOENT without asking: drop those (the helper then looks the name
+    // up and sees it); while the announcement runs, others get uncached negatives (lookup above)
+    const now = Date.now()
+    const items: NotifyItem[] = []
+    for (const [key, until] of this.negatives) {
+      if (until <= now) continue
+      const cut = key.indexOf('/')
+      const parent = Number(key.slice(0, cut)); const name = key.slice(cut + 1)
+      if (a.lookupAt(parent, name) !== undefined) { items.push({ kind: 'entry', parent, name: Buffer.from(name) }); this.negatives.delete(key) }
+    }
+    if (items.length > 0) await s.notify(items)
+  }
 
   /** The announcement when request `r` comes from its helper, else null (one compare while none runs). */
   private announcing (r: Request): RestoreAnnouncer | null {
@@ -300,7 +317,8 @@ export class LowLevelMount {
         if (a !== null) return this.counted(a.lookupAt(parent, n) ?? ws.lookupAt(parent, n)) // never a cached negative: the helper's view is its own
         let st: Stat
         try { st = ws.lookupAt(parent, n) } catch (e) {
-          if (e instanceof FsError && e.errno === E.ENOENT && this.timeout > 0) return this.negative(parent, n)
+          // no cached negative while a restore is announced: its helper may still have to see the name (announceWith)
+          if (e instanceof FsError && e.errno === E.ENOENT && this.timeout > 0 && this.announcer === null) return this.negative(parent, n)
           throw e
         }
         return this.counted(st)

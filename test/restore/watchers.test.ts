@@ -15,7 +15,7 @@ import path from 'node:path'
 import { watch as chokidarWatch } from 'chokidar'
 import { mountWorkspace } from '../helpers/mount.js'
 import { manifest, manifestDiff } from '../../scripts/manifest.js'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import os from 'node:os'
 import { ANNOUNCE_HELPER, encodeSteps } from '../../daemon/announce.js'
 
@@ -211,6 +211,33 @@ for (const layer of ['hl', 'll'] as const) {
     t.same([cap('tool'), cap('other')], [hex, hex], 'the restore brought both back, and the announcement did not remove them again')
     t.equal(fs.readFileSync(path.join(d, 'tool'), 'utf8'), 'v1\n')
     t.notMatch(fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8'), /telling watchers of the restore/)
+  })
+}
+
+for (const layer of ['hl', 'll'] as const) {
+  t.test(`${layer}: another process looking up the removed names during a restore hides none of them from the announcement`, async t => {
+    const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'keep.txt'), 'keep\n') }, { env: { REWINDFS_FUSE: layer } })
+    const d = m.dir
+    fs.readdirSync(d)
+    const good = await m.client.mark({ label: 'good' })
+    // removed names: a deep tree (removed first, deepest first) and, last, newdir and gone.txt
+    const deep = path.join(d, 'deep/a/b/c')
+    fs.mkdirSync(deep, { recursive: true })
+    for (let i = 0; i < 300; i++) fs.writeFileSync(path.join(deep, `f${i}`), `${i}\n`)
+    fs.mkdirSync(path.join(d, 'newdir'))
+    fs.writeFileSync(path.join(d, 'newdir/x'), 'x\n')
+    fs.writeFileSync(path.join(d, 'gone.txt'), 'gone\n')
+    // a process that stats them without pause, as a watcher or a build tool does: after the swap the kernel
+    // asks the daemon for these names, and a negative entry cached for it would make the helper's rmdir fail
+    const loop = spawn('python3', ['-c', 'import os, sys\nwhile True:\n  for p in sys.argv[1:]:\n    try: os.lstat(p)\n    except OSError: pass',
+      path.join(d, 'newdir'), path.join(d, 'gone.txt'), path.join(d, 'deep')], { stdio: 'ignore' })
+    t.teardown(() => { loop.kill('SIGKILL') })
+    await new Promise(resolve => setTimeout(resolve, 200))
+    const r = await m.client.restore({ id: good.id })
+    loop.kill('SIGKILL')
+    t.ok((r.changes ?? []).some(c => c.path === '/newdir' && c.change === 'deleted'))
+    t.notMatch(fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8'), /telling watchers of the restore/, 'every removal step of the announcement worked')
+    t.same(fs.readdirSync(d).sort(), ['keep.txt'], 'the tree is the checkpoint\'s')
   })
 }
 
