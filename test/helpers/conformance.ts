@@ -212,6 +212,6 @@ export function countCases (t: Test): void {
   t.test('conformance count', async tt => {
     tt.ok(tally.cases > 0, `${tally.cases} cases counted`)
     for (const [name, [n, ok]] of bySubtest) tt.comment(`${n} cases, ${ok} passed: ${name}`)
-    t.comment(`conformance: ${tally.cases} cases, ${tally.passed} passed (${tally.native} compared with native, ${tally.limitation} asserted as documented limitations, ${tally.property} required properties)`)
+    tt.comment(`conformance: ${tally.cases} cases, ${tally.passed} passed (${tally.native} compared with native, ${tally.limitation} asserted as documented limitations, ${tally.property} required properties)`)
   })
 }
