@@ -26,7 +26,7 @@ import { accessUser, clearStaleSocket, externalCommandsOf, grantSocket, publishC
 import { PROTOCOL_VERSION } from '../proto/version.js'
 import { fuseLayer, workspaceMount, checkFuseLayer } from '../fuse/layer.js'
 import { xattrIo } from '../fuse/xattr.js'
-import { announce } from './announce.js'
+import { announce, AnnounceHelper } from './announce.js'
 import { exportCheckpoint } from '../fs/export.js'
 import { collectGarbage } from '../fs/maint/gc.js'
 import { ApiError } from '../proto/errors.js'
@@ -124,7 +124,9 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
   // constructed here, mounted once the server listens (a bad or busy port must fail before anything is mounted)
   const fuse = workspaceMount(fuseLayer(), { mountpoint: o.dir, workspace: ws, statfsPath: o.store, log, durable: async () => await gens.sync(live), attribution: calls })
   // a full restore is announced to watchers by a helper process through the mount (daemon/announce.ts)
-  gens.announce = async (a) => { await announce(a, o.dir, (x) => fuse.announceWith(x), log) }
+  // (one long-lived process, started at the first restore, ended at close)
+  const announcer = new AnnounceHelper(o.dir)
+  gens.announce = async (a) => { await announce(a, announcer, (x) => fuse.announceWith(x), log) }
 
   let server: RewindServer | null = null
   let hooks: HookSocket | null = null
@@ -136,6 +138,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
 
   /** Closes what OPENING opened, in reverse order (the store last). */
   const closeAll = async (): Promise<void> => {
+    announcer.close()
     calls.close()
     ws.close()
     try { fs.closeSync(dirFd) } catch {}

@@ -270,7 +270,68 @@ t.test('the helper does nothing to a directory that is not a FUSE mount (a mount
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   fs.writeFileSync(path.join(dir, 'keep'), 'keep\n')
   const r = spawnSync(ANNOUNCE_HELPER, [dir], { input: encodeSteps([{ op: 'unlink', path: '/keep' }, { op: 'mkdir', path: '/new', mode: 0o755 }]) })
-  t.equal(r.status, 3, String(r.stderr))
-  t.match(String(r.stderr), /not a FUSE mount: nothing done/)
+  t.equal(r.status, 0, String(r.stderr))
+  t.same(String(r.stdout).split('\0'), [`! . ${dir}: not a FUSE mount: nothing done`, '= 2', ''], 'the batch says why and counts both steps failed')
   t.same(fs.readdirSync(dir), ['keep'], 'nothing removed, nothing created')
+  const cut = spawnSync(ANNOUNCE_HELPER, [dir], { input: encodeSteps([{ op: 'unlink', path: '/keep' }]).subarray(0, 5) })
+  t.equal(cut.status, 1, 'an input that ends inside a batch is an error')
+  t.match(String(cut.stderr), /ended inside a batch/)
+})
+
+/** True while process `pid` runs (a zombie does not). */
+function alive (pid: number): boolean {
+  try { return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ') } catch { return false }
+}
+
+/** The pids of the announcement helpers whose parent is `ppid`. */
+function helpersOf (ppid: number): number[] {
+  const out: number[] = []
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue
+    try {
+      const st = fs.readFileSync(`/proc/${e}/stat`, 'utf8')
+      const fields = st.slice(st.lastIndexOf(')') + 2).split(' ')
+      if (Number(fields[1]) === ppid && fs.readlinkSync(`/proc/${e}/exe`) === ANNOUNCE_HELPER) out.push(Number(e))
+    } catch {}
+  }
+  return out
+}
+
+t.test('one helper process serves every restore of a mount, holds nothing of it between restores, and ends with the daemon', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'a.txt'), 'v1\n') })
+  const d = m.dir
+  const daemonPid = m.daemon.pid!
+  t.same(helpersOf(daemonPid), [], 'none before the first restore')
+  const good = await m.client.mark({ label: 'good' })
+  const pids: number[][] = []
+  for (let i = 0; i < 3; i++) {
+    fs.writeFileSync(path.join(d, 'a.txt'), `v${i + 2}\n`)
+    fs.writeFileSync(path.join(d, `new${i}.txt`), 'x\n')
+    await m.client.restore({ id: good.id })
+    pids.push(helpersOf(daemonPid))
+    t.same(fs.readdirSync(d).sort(), ['a.txt'])
+  }
+  t.equal(pids[0]!.length, 1, 'one helper after the first restore')
+  t.same(pids[1], pids[0], 'the same one after the second')
+  t.same(pids[2], pids[0], 'and the third')
+  const h = pids[0]![0]!
+  // 0-2 are its stdio (libuv's socket pairs); the rest would be the daemon's, inherited
+  const fds = fs.readdirSync(`/proc/${h}/fd`).filter(f => Number(f) > 2).map(f => { try { return fs.readlinkSync(`/proc/${h}/fd/${f}`) } catch { return '' } })
+  t.notOk(fds.some(f => f === d || f.startsWith(d + '/')), `between restores it holds nothing of the mount (${fds.join(', ')})`)
+  t.same(fds, [], 'nor the daemon\'s store files, sockets or FUSE device: no descriptor beyond its stdio')
+  t.notMatch(fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8'), /telling watchers of the restore/)
+  await m.unmount()
+  t.ok(await until(() => !alive(h), 5000), 'the helper is gone after the unmount')
+})
+
+t.test('a helper outlives no killed daemon', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'a.txt'), 'v1\n') })
+  const good = await m.client.mark({ label: 'good' })
+  fs.writeFileSync(path.join(m.dir, 'b.txt'), 'x\n')
+  await m.client.restore({ id: good.id })
+  const [h] = helpersOf(m.daemon.pid!)
+  t.ok(h !== undefined, 'a helper runs')
+  process.kill(m.daemon.pid!, 'SIGKILL')
+  const gone = await until(() => !alive(h!), 5000)
+  t.ok(gone, 'the helper ended with its daemon (PR_SET_PDEATHSIG)')
 })
