@@ -7,7 +7,8 @@
  * removed path of a restore. The restore's reply lists the same paths; the
  * restored tree equals the checkpoint's by an independent manifest (and
  * ctimes: the announcement changes no time or mode); a restore that changes
- * nothing gives no event at all.
+ * nothing gives no event at all. One helper process serves every restore
+ * of a mount, holds nothing of it or of the daemon, and ends with it.
  */
 import t from 'tap'
 import fs from 'node:fs'
