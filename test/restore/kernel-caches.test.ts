@@ -1,0 +1,53 @@
+/**
+ * What the kernel holds across a restore (60 s cache timeouts): no stale cached
+ * names, attributes or pages after it, and what an open handle whose inode is gone gets.
+ */
+import t from 'tap'
+import fs from 'node:fs'
+import path from 'node:path'
+import { execFile } from 'node:child_process'
+import { mountWorkspace } from '../helpers/mount.js'
+import { smallTree } from '../helpers/small-tree.js'
+
+t.test('no stale kernel caches after a restore (60 s timeouts)', async t => {
+  const m = await mountWorkspace(t, smallTree)
+  const f = path.join(m.dir, 'src/lib/a.txt')
+  fs.statSync(f)
+  const cp = await m.client.mark({})
+  fs.chmodSync(f, 0o600)
+  fs.writeFileSync(f, 'a much longer content\n')
+  fs.writeFileSync(path.join(m.dir, 'gone.txt'), 'x')
+  fs.statSync(path.join(m.dir, 'gone.txt'))
+  const fd = fs.openSync(path.join(m.dir, 'README'), 'r')
+  fs.writeFileSync(path.join(m.dir, 'README'), 'README changed in place\n')
+  // a process whose cwd is inside the tree across the restore
+  const shell = execFile('bash', ['-c', 'read x; stat -c "%a %s" lib/a.txt; cat lib/a.txt'], { cwd: path.join(m.dir, 'src') })
+  let out = ''
+  shell.stdout!.on('data', d => { out += d })
+  const r = await m.client.restore({ id: cp.id })
+  t.ok(r.changed >= 3, 'changed inodes counted')
+  const st = fs.statSync(f)
+  t.equal(st.mode & 0o777, 0o644, 'mode restored (attribute cache invalidated)')
+  t.equal(st.size, 6, 'size restored')
+  t.equal(fs.readFileSync(f, 'utf8'), 'alpha\n')
+  t.throws(() => fs.statSync(path.join(m.dir, 'gone.txt')), { code: 'ENOENT' }, 'created file gone (entry invalidated)')
+  const buf = Buffer.alloc(100)
+  const n = fs.readSync(fd, buf, 0, 100, 0)
+  t.equal(buf.subarray(0, n).toString(), 'readme\n', 'an fd opened before the restore reads the restored bytes')
+  fs.closeSync(fd)
+  shell.stdin!.end('go\n')
+  await new Promise(resolve => shell.on('exit', resolve))
+  t.equal(out, '644 6\nalpha\n', 'a process with its cwd inside sees the restored state')
+})
+
+t.test('an open handle whose inode is gone after a restore fails with ESTALE', async t => {
+  const m = await mountWorkspace(t, smallTree)
+  const cp = await m.client.mark({})
+  const fd = fs.openSync(path.join(m.dir, 'born-later.txt'), 'w+')
+  fs.writeSync(fd, 'data')
+  await m.client.restore({ id: cp.id })
+  t.throws(() => fs.readSync(fd, Buffer.alloc(4), 0, 4, 0), { errno: -116 } as any, 'read on the vanished inode fails with ESTALE ("Stale file handle"; libuv has no name for it)')
+  t.throws(() => fs.writeSync(fd, 'more'), { errno: -116 } as any, 'and so does write')
+  fs.closeSync(fd)
+  t.notOk(fs.existsSync(path.join(m.dir, 'born-later.txt')), 'the file is not in the restored state')
+})
