@@ -5,10 +5,12 @@
  * DECISIONS.md "The FUSE layer on libfuse 3's low-level API").
  *
  * Node ids: a kernel node id is (incarnation << INO_BITS) | ino
- * (fuse/ll/nodeid.h), ino being the workspace's inode number. Incarnation
- * is always 0 here; its bits are reserved for giving a file a new kernel
- * identity at a restore (issue 13). So there is no path resolution and no
- * node table: a request names the inode itself.
+ * (fuse/ll/nodeid.h), ino being the workspace's inode number. So there is
+ * no path resolution and no node table: a request names the inode itself.
+ * A restore that changes a file's content or type gives it a new
+ * incarnation; the old node id keeps answering from the file as it was
+ * until the kernel forgets it (issue 13: fuse/incarnations.ts,
+ * fuse/old-incarnation.ts).
  *
  * Lookup counting: every answer that hands the kernel a node (lookup,
  * create, mknod, mkdir, symlink, link, and each readdirplus entry that
@@ -22,10 +24,12 @@
  * disk ENOSPC/EDQUOT (logged at most once a minute), anything else EIO
  * with a log line; no request can end the daemon.
  *
- * Restores: `invalidate(plan)` turns the plan's inodes and names (by inode
- * number, InvalidationPlan.byIno) into notify calls that run on the
- * binding's notify thread, never on the JS thread and never awaited inside
- * a handler (fuse-invalidation.md §2 rules 1-4); the tree is swapped before.
+ * Restores: `invalidate(plan)` first renews the plan's replaced files (in
+ * the same tick as the swap, before any request is answered from the new
+ * state), then turns the plan's inodes and names (by inode number,
+ * InvalidationPlan.byIno) into notify calls that run on the binding's
+ * notify thread, never on the JS thread and never awaited inside a handler
+ * (fuse-invalidation.md §2 rules 1-4); the tree is swapped before.
  *
  * Names cross as bytes (Buffers) and are decoded losslessly here
  * (base/names.ts, PEP 383 surrogateescape: a byte that is not UTF-8 becomes a
@@ -42,8 +46,10 @@ import {
 } from './ll/session.js'
 import { FsError, isNoSpace } from '../base/errno.js'
 import { isByteName, nameBuffer, nameOfBuffer } from '../base/names.js'
-import type { InodeOps, Stat, Caller, InvalidationPlan, AttrChange, RestoreAnnouncer, ChangeAttribution } from '../fs/api.js'
+import type { InodeOps, Stat, Caller, InvalidationPlan, InvalidationOutcome, AttrChange, RestoreAnnouncer, ChangeAttribution } from '../fs/api.js'
 import { HandleCalls } from './handle-calls.js'
+import { Incarnations, OLD_FH_BASE, type IncarnationCounts } from './incarnations.js'
+import type { OldIncarnation } from './old-incarnation.js'
 
 const E = os.constants.errno
 const SEEK_DATA = 3
@@ -69,9 +75,9 @@ export interface LowLevelAdapterOptions {
   attribution?: ChangeAttribution
 }
 
-/** The kernel's node ids as the adapter counts them (status.kernelNodes). */
-export interface KernelNodes {
-  /** node ids looked up and not yet forgotten */
+/** The kernel's node ids as the adapter counts them (status.kernelNodes), with what became of old incarnations (fuse/incarnations.ts). */
+export interface KernelNodes extends IncarnationCounts {
+  /** node ids looked up and not yet forgotten (old incarnations included) */
   nodes: number
   /** their lookup counts summed */
   lookups: number
@@ -81,8 +87,13 @@ export interface KernelNodes {
   afterForget: number
 }
 
-/** An open directory: its entries as they were at opendir (readdir offsets index into it: offset i+1 follows entry i). */
-interface DirHandle { ino: number, names: Buffer[], inos: number[], modes: number[] }
+/**
+ * An open directory: its entries as they were at opendir (readdir offsets
+ * index into it: offset i+1 follows entry i), and the number of restores
+ * done before it was opened (an entry a later restore removed or moved is
+ * skipped).
+ */
+interface DirHandle { ino: number, names: Buffer[], inos: number[], modes: number[], restores: number }
 
 /** A mounted workspace on the low-level binding. */
 export class LowLevelMount {
@@ -92,8 +103,10 @@ export class LowLevelMount {
   private readonly timeout: number
   /** requests answered and errors, for status */
   readonly counts = { ops: 0, errors: 0 }
-  /** lookup count per node id the kernel holds (key: ino; incarnation 0 only, see the module comment) */
-  private readonly lookups = new Map<number, number>()
+  /** the node ids the kernel holds, their lookup counts, old incarnations and which node id each open handle is on (fuse/incarnations.ts) */
+  private readonly inc: Incarnations
+  /** restores whose invalidation has begun (directory handles opened before one check their entries) */
+  private restores = 0
   /** forgets of node ids the daemon never handed out or had already dropped (each one is a bug; tests read it) */
   forgetUnknown = 0
   /** requests that named a node id (other than the root) after its last forget, or never handed out (each one is a bug; tests read it) */
@@ -122,6 +135,7 @@ export class LowLevelMount {
     this.log = o.log ?? ((m) => process.stderr.write(m + '\n'))
     this.timeout = o.cacheTimeout ?? 60
     this.calls = new HandleCalls(o.attribution, (parent, name) => this.ws.lookupAt(parent, name).ino)
+    this.inc = new Incarnations(this.log)
   }
 
   /** Mounts; rejects with libfuse's message (mount point busy, no /dev/fuse, refused option). */
@@ -184,24 +198,40 @@ export class LowLevelMount {
    * afterForget: both stay 0 when the accounting is exact).
    */
   nodes (): KernelNodes {
-    let n = 0
-    for (const c of this.lookups.values()) n += c
-    return { nodes: this.lookups.size, lookups: n, forgetUnknown: this.forgetUnknown, afterForget: this.afterForget }
+    const h = this.inc.held()
+    return { nodes: h.nodes, lookups: h.lookups, forgetUnknown: this.forgetUnknown, afterForget: this.afterForget, ...this.inc.counted() }
   }
 
   /**
    * Drops the kernel caches a restore made stale, after the swap, on the
-   * binding's notify thread: attributes and pages of the plan's inodes,
-   * then its names deepest first, then the root's attributes. Resolves when
-   * the kernel has taken them (-ENOENT items: nothing was cached).
+   * binding's notify thread. First, synchronously (call it in the tick of
+   * the swap): every renewed inode the kernel holds gets a new incarnation,
+   * its old node id becomes an old incarnation (fuse/incarnations.ts).
+   * Then: the attributes of those old node ids (they now say nlink 0; their
+   * pages stay, they are the content old descriptors and mappings read),
+   * attributes and pages of the plan's other inodes, its names deepest
+   * first (all names of renewed inodes among them), then the root's
+   * attributes. Resolves when the kernel has taken them (-ENOENT items:
+   * nothing was cached), with how many files and open handles stayed on old
+   * incarnations.
    */
-  async invalidate (plan: InvalidationPlan): Promise<void> {
-    const s = this.session
-    if (s === null) return
+  async invalidate (plan: InvalidationPlan): Promise<InvalidationOutcome> {
+    const outcome = { files: 0, handles: 0 }
+    this.restores++
     const items: NotifyItem[] = []
+    const frozen = plan.byIno?.frozen
+    for (const ino of plan.byIno?.renewed ?? []) {
+      const r = frozen !== undefined ? this.inc.renew(ino, () => frozen(ino)) : null
+      if (r === null) continue
+      outcome.files++
+      outcome.handles += r.handles
+      items.push({ kind: 'inode', ino, incarnation: r.old.inc, offset: -1 })
+    }
+    const s = this.session
+    if (s === null) return outcome
     if (plan.byIno !== undefined) {
-      for (const ino of plan.byIno.inodes) items.push({ kind: 'inode', ino, offset: 0, length: 0 })
-      for (const [parent, name] of plan.byIno.entries) items.push({ kind: 'entry', parent, name: nameBuffer(name) })
+      for (const ino of plan.byIno.inodes) items.push({ kind: 'inode', ino, incarnation: this.inc.incarnation(ino), offset: 0, length: 0 })
+      for (const [parent, name] of plan.byIno.entries) items.push({ kind: 'entry', parent, parentInc: this.inc.incarnation(parent), name: nameBuffer(name) })
     }
     // negative entries the kernel may still hold for names that exist after the swap
     const now = Date.now()
@@ -218,6 +248,7 @@ export class LowLevelMount {
     const r = await s.notify(items)
     const bad = r.results.filter((x) => x !== 0 && x !== -E.ENOENT && x !== -E.ENOTCONN)
     if (bad.length > 0) this.log(`rewindfs: ${bad.length} of ${items.length} kernel invalidations after a restore failed (errno ${-bad[0]})`)
+    return outcome
   }
 
   /** True unless `parent` is a directory without `name` (a parent that is gone counts as existing: its entry is dropped anyway). */
@@ -273,20 +304,9 @@ export class LowLevelMount {
 
   // ---- lookup counting ---------------------------------------------------
 
+  /** The entry answer for `st`, counted as one lookup of its current node id. */
   private counted (st: Stat): Entry {
-    this.lookups.set(st.ino, (this.lookups.get(st.ino) ?? 0) + 1)
-    return { ino: st.ino, attr: attrOf(st) }
-  }
-
-  private forget (ino: number, nlookup: number): void {
-    const c = this.lookups.get(ino)
-    if (c === undefined || c < nlookup) {
-      this.forgetUnknown++
-      this.lookups.delete(ino)
-      return
-    }
-    if (c === nlookup) this.lookups.delete(ino)
-    else this.lookups.set(ino, c - nlookup)
+    return { ino: st.ino, incarnation: this.inc.lookedUp(st.ino), attr: attrOf(st) }
   }
 
   // ---- handlers ------------------------------------------------------------
@@ -323,7 +343,7 @@ export class LowLevelMount {
         }
         return this.counted(st)
       },
-      forget: (ino, _inc, n) => this.forget(ino, n),
+      forget: (ino, inc, n) => { if (!this.inc.forget(ino, inc, n)) this.forgetUnknown++ },
       getattr: (r, ino, _inc, fh) => attrOf(fh !== null ? ws.fgetattr(fh) : (this.announcing(r)?.statIno(ino) ?? ws.statIno(ino))),
       setattr: (r, ino, _inc, set, fh) => {
         if (this.announcing(r) !== null) return attrOf(this.announcer!.statIno(ino) ?? (fh !== null ? ws.fgetattr(fh) : ws.statIno(ino)))
@@ -342,21 +362,25 @@ export class LowLevelMount {
       // keep_cache: the kernel's pages of a file change only through this mount, and a restore drops them (invalidate);
       // noflush: close sends no FLUSH (the workspace has nothing to do at close: writes reached it as they were made,
       // and locks are kernel-local), which saves one request per close (17,000 in an npm ci)
-      open: (r, ino, _inc, flags): Open => {
-        if (this.announcing(r) !== null) return { fh: ws.openAt(ino, 0), keepCache: true, noflush: true }
-        const fh = ws.openAt(ino, flags)
-        calls.opened(r.pid, ino, fh, flags)
+      open: (r, ino, inc, flags): Open => {
+        const fh = this.announcing(r) !== null ? ws.openAt(ino, 0) : ws.openAt(ino, flags)
+        this.inc.opened(fh, ino, inc)
+        if (this.announcing(r) === null) calls.opened(r.pid, ino, fh, flags)
         return { fh, keepCache: true, noflush: true }
       },
       create: (r, parent, _pi, name, mode, flags) => {
         if (this.announcing(r)?.appearAt(parent, nameOf(name)) === true) {
           const st = ws.lookupAt(parent, nameOf(name))
-          return { ...this.counted(st), fh: ws.openAt(st.ino, 0), keepCache: true }
+          const e = this.counted(st)
+          const fh = ws.openAt(st.ino, 0)
+          this.inc.opened(fh, st.ino, e.incarnation!)
+          return { ...e, fh, keepCache: true }
         }
         const c = ws.createAt(parent, nameOf(name), mode, flags, caller(r))
         calls.created(r.pid, parent, c.stat.ino, c.fh)
         const e = this.counted(c.stat)
-        return { ino: e.ino, attr: e.attr, fh: c.fh, keepCache: true, noflush: true }
+        this.inc.opened(c.fh, e.ino, e.incarnation!)
+        return { ...e, fh: c.fh, keepCache: true, noflush: true }
       },
       // one buffer for every read: the answer is synchronous, and the session replies (a writev to /dev/fuse) before the
       // next request is handled; a new 1 MiB Buffer per request cost more than its copy (allocation, then GC of external memory)
@@ -369,13 +393,14 @@ export class LowLevelMount {
         calls.wrote(r.pid, fh, ino)
         return n
       },
-      release: (_r, _ino, _inc, fh) => { calls.released(fh); ws.release(fh) },
+      // also for handles on old incarnations (routed here whatever the node id: nothing of the workspace is read)
+      release: (_r, _ino, _inc, fh) => { calls.released(fh); this.inc.released(fh); if (fh < OLD_FH_BASE) ws.release(fh) },
       fsync: (_r, ino) => this.o.durable ? this.o.durable(ino).then(() => undefined) : undefined,
       fsyncdir: (_r, ino) => this.o.durable ? this.o.durable(ino).then(() => undefined) : undefined,
       opendir: (_r, ino) => {
         const list = ws.readdirIno(ino)
         const parent = ws.parentIno(ino)
-        const h: DirHandle = { ino, names: [DOT, DOTDOT], inos: [ino, parent], modes: [0o40000, 0o40000] }
+        const h: DirHandle = { ino, names: [DOT, DOTDOT], inos: [ino, parent], modes: [0o40000, 0o40000], restores: this.restores }
         for (const [name, st] of list) { h.names.push(nameBuffer(name)); h.inos.push(st.ino); h.modes.push(st.mode) }
         const fh = this.nextDirFh++
         this.dirs.set(fh, h)
@@ -386,7 +411,7 @@ export class LowLevelMount {
         const out: DirEntry[] = []
         // a dirent takes at least 32 bytes: no more entries than fit are built
         const end = Math.min(h.names.length, offset + Math.ceil(size / 32))
-        for (let i = offset; i < end; i++) out.push({ name: h.names[i], ino: h.inos[i], mode: h.modes[i], off: i + 1 })
+        for (let i = offset; i < end; i++) if (this.stillListed(h, i)) out.push({ name: h.names[i], ino: h.inos[i], mode: h.modes[i], off: i + 1 })
         return out
       },
       readdirplus: (_r, _ino, _inc, fh, offset, size) => {
@@ -397,7 +422,9 @@ export class LowLevelMount {
         for (let i = offset; i < end; i++) {
           let st: Stat
           try { st = ws.statIno(h.inos[i]) } catch { continue } // gone since opendir
-          out.push({ name: h.names[i], off: i + 1, entry: { ino: st.ino, attr: attrOf(st) } })
+          if (!this.stillListed(h, i)) continue
+          // the current incarnation: never an old one's node id with the restored attributes
+          out.push({ name: h.names[i], off: i + 1, entry: { ino: st.ino, incarnation: this.inc.incarnation(st.ino), attr: attrOf(st) } })
         }
         return out
       },
@@ -406,7 +433,7 @@ export class LowLevelMount {
         for (let i = 0; i < sent; i++) {
           const e = entries[i]
           if (isDotName(e.name)) continue
-          this.lookups.set(e.entry.ino, (this.lookups.get(e.entry.ino) ?? 0) + 1)
+          this.inc.lookedUp(e.entry.ino)
         }
       },
       releasedir: (_r, _ino, _inc, fh) => { this.dirs.delete(fh) },
@@ -428,25 +455,87 @@ export class LowLevelMount {
         return (r.uid === 0 ? names : names.filter((n) => !n.startsWith('trusted.'))).map((n) => Buffer.from(n))
       },
       removexattr: (r, ino, _inc, name) => { if (this.announcing(r) === null) { ws.removexattrIno(ino, xattrNameOf(name)); calls.changed(calls.of(r.pid), ino) } },
-      lseek: (_r, _ino, _inc, fh, offset, whence) => seekData(ws, fh, offset, whence)
+      lseek: (_r, _ino, _inc, fh, offset, whence) => seekIn(ws.fgetattr(fh).size, () => ws.dataRangesOf(fh), offset, whence)
     }
+    const old = this.oldOps(raw)
     // every handler counted and guarded: FsError → its errno, a full disk → ENOSPC, anything else → EIO + log
     const guarded: Record<string, unknown> = {}
     for (const [k, f] of Object.entries(raw)) {
       const fn = f as (...a: unknown[]) => unknown
       if (k === 'forget' || k === 'readdirplusSent') { guarded[k] = fn; continue }
+      const onOld = old[k] ?? notADirectory
       guarded[k] = (...a: unknown[]): unknown => {
         this.counts.ops++
-        // every handler's second argument is the node id the request names (its parent for lookup, mknod, ...)
+        // every handler's second and third arguments are the node id the request names (its parent for lookup, mknod, ...)
         const ino = a[1] as number
-        if (ino !== ROOT && !this.lookups.has(ino)) this.afterForget++
+        const inc = a[2] as number
         let v: unknown
-        try { v = fn(...a) } catch (e) { return this.errno(e, k) }
+        try {
+          const o = ino === ROOT ? undefined : this.inc.oldOf(ino, inc)
+          if (o !== undefined) v = onOld(o, ...a)
+          else {
+            if (ino !== ROOT && !this.inc.holds(ino, inc)) {
+              this.afterForget++
+              // neither the current node id nor an old one held: nothing to answer from (a release still cleans up)
+              if (inc !== this.inc.incarnation(ino) && k !== 'release') throw new FsError(E.ESTALE, `node id ${ino}.${inc} is not held`)
+            }
+            v = fn(...a)
+          }
+        } catch (e) { return this.errno(e, k) }
         if (v instanceof Promise) return v.catch((e) => this.errno(e, k))
         return v
       }
     }
     return guarded as LowLevelOps
+  }
+
+  /**
+   * The handlers of requests that name an old incarnation (a file's node id
+   * from before a restore that changed it: fuse/old-incarnation.ts), by
+   * operation name; each gets the incarnation, then the request's own
+   * arguments. Nothing here reads or changes the workspace, and nothing is
+   * attributed to a tool call (the live file is not changed). An operation
+   * not listed is one on a directory: ENOTDIR (old incarnations are never
+   * directories).
+   */
+  private oldOps (raw: LowLevelOps): Record<string, (o: OldIncarnation, ...a: any[]) => unknown> {
+    return {
+      getattr: (o) => attrOf(o.stat()),
+      setattr: (o, _r, _ino, _inc, set) => attrOf(o.setattr(changeOf(set), nowNs())),
+      readlink: (o) => nameBuffer(o.readlink()),
+      open: (o, _r: Request, ino: number, inc: number, flags: number): Open => {
+        const fh = this.inc.oldHandle()
+        if ((flags & fs.constants.O_TRUNC) !== 0) o.setattr({ size: 0 }, nowNs())
+        this.inc.opened(fh, ino, inc)
+        return { fh, keepCache: true, noflush: true }
+      },
+      read: (o, _r, _ino, _inc, _fh, size: number, offset: number) => {
+        const b = size <= this.readBuf.length ? this.readBuf.subarray(0, size) : Buffer.allocUnsafe(size)
+        return b.subarray(0, o.read(b, size, offset))
+      },
+      write: (o, _r, _ino, _inc, _fh, data: Buffer, offset: number, flags: number) => o.write(data, offset, (flags & fs.constants.O_APPEND) !== 0, nowNs()),
+      release: (_o, ...a: any[]) => (raw.release as (...x: any[]) => unknown)(...a),
+      // nothing of it is durable: its writes are dropped with it, as those to a file unlinked while open are
+      fsync: () => undefined,
+      getxattr: (o, _r, _ino, _inc, name: Buffer) => {
+        const v = o.xattr(xattrNameOf(name))
+        if (v === undefined) throw NODATA
+        return v
+      },
+      listxattr: (o, r: Request) => o.listxattr().filter((n) => r.uid === 0 || !n.startsWith('trusted.')).map((n) => Buffer.from(n)),
+      setxattr: (o, _r, _ino, _inc, name: Buffer, value: Buffer, flags: number) => { o.setxattr(xattrNameOf(name), value, flags, nowNs()) },
+      removexattr: (o, _r, _ino, _inc, name: Buffer) => { o.removexattr(xattrNameOf(name), nowNs()) },
+      lseek: (o, _r, _ino, _inc, _fh, offset: number, whence: number) => seekIn(o.stat().size, () => o.dataRanges(), offset, whence),
+      // as for a file unlinked while open: no new name for it (the kernel refuses too once it has seen nlink 0)
+      link: () => { throw new FsError(E.ENOENT, 'a file a restore replaced cannot be linked back into the workspace') },
+      statfs: (_o, ...a: any[]) => (raw.statfs as (...x: any[]) => unknown)(...a)
+    }
+  }
+
+  /** True when entry i of a directory handle is still in the directory (always, unless a restore came after the opendir). */
+  private stillListed (h: DirHandle, i: number): boolean {
+    if (h.restores === this.restores || i < 2) return true
+    try { return this.ws.lookupAt(h.ino, nameOf(h.names[i])).ino === h.inos[i] } catch { return false }
   }
 
   private dirOf (fh: number): DirHandle {
@@ -462,6 +551,12 @@ export class LowLevelMount {
  * the stat-then-create of tools (npm, tar, git) to skip the second LOOKUP.
  */
 const NEGATIVE_TIMEOUT = 10
+
+/** A request on an old incarnation that only a directory could take (lookup, mkdir, opendir, ...). */
+function notADirectory (): never { throw new FsError(E.ENOTDIR, 'not a directory (a file as it was before a restore)') }
+
+/** Now in ns since the epoch (times an old incarnation's own changes set). */
+function nowNs (): bigint { return BigInt(Date.now()) * 1000000n }
 
 const DOT = Buffer.from('.')
 const DOTDOT = Buffer.from('..')
@@ -517,12 +612,11 @@ function changeOf (set: { valid: number, mode?: number, uid?: number, gid?: numb
   return c
 }
 
-/** lseek with SEEK_DATA / SEEK_HOLE over the handle's data ranges (ENXIO at or past the end); the kernel answers the other whences itself. */
-function seekData (ws: InodeOps, fh: number, offset: number, whence: number): number {
+/** lseek with SEEK_DATA / SEEK_HOLE over a file of `size` bytes whose data ranges `rangesOf` gives (ENXIO at or past the end); the kernel answers the other whences itself. */
+function seekIn (size: number, rangesOf: () => Array<[number, number]>, offset: number, whence: number): number {
   if (whence !== SEEK_DATA && whence !== SEEK_HOLE) throw new FsError(E.EINVAL, `lseek whence ${whence} reaches the filesystem only for SEEK_DATA and SEEK_HOLE`)
-  const size = ws.fgetattr(fh).size
   if (offset < 0 || offset >= size) throw new FsError(E.ENXIO, `offset ${offset} is at or past the end (${size} bytes)`)
-  const ranges = ws.dataRangesOf(fh)
+  const ranges = rangesOf()
   if (whence === SEEK_DATA) {
     for (const [start, end] of ranges) if (end > offset) return Math.max(start, offset)
     throw new FsError(E.ENXIO, `no data at or after ${offset}`)
