@@ -260,6 +260,19 @@ export class LowLevelMount {
     try { return (this.ws.statIno(ino).mode & 0o170000) === 0o040000 } catch { return false }
   }
 
+  /**
+   * Name `name` of `parent` was made through the mount (mknod, mkdir,
+   * symlink, link, create, a rename's target): the kernel turned its
+   * negative entry, if it had one, into the new positive one, so the record
+   * goes. Kept, a restore would drop that positive entry by name, and a
+   * process whose working directory it is would lose its path (getcwd
+   * ENOENT: seen as git's "Unable to read current working directory" in
+   * test/restore/open-files-git.test.ts). O(1).
+   */
+  private made (parent: number, name: Buffer): void {
+    if (this.negatives.size > 0) this.negatives.delete(`${parent}/${nameOf(name)}`)
+  }
+
   /** The lookup answer for a name that does not exist: a negative entry the kernel caches, recorded (see `negatives`). */
   private negative (parent: number, name: string): Entry {
     const now = Date.now()
@@ -303,6 +316,12 @@ export class LowLevelMount {
   }
 
   // ---- lookup counting ---------------------------------------------------
+
+  /** The entry answer for `st`, made as name `name` of `parent` (see `made`), counted as one lookup. */
+  private madeEntry (parent: number, name: Buffer, st: Stat): Entry {
+    this.made(parent, name)
+    return this.counted(st)
+  }
 
   /** The entry answer for `st`, counted as one lookup of its current node id. */
   private counted (st: Stat): Entry {
@@ -352,13 +371,17 @@ export class LowLevelMount {
         return attrOf(st)
       },
       readlink: (_r, ino) => nameBuffer(ws.readlinkIno(ino)),
-      mknod: (r, parent, _pi, name, mode, rdev) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r)))),
-      mkdir: (r, parent, _pi, name, mode) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mkdirAt(parent, nameOf(name), mode, caller(r)))),
-      symlink: (r, parent, _pi, name, target) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r)))),
-      link: (r, ino, _inc, parent, _pi, name) => this.counted(calls.made(r.pid, parent, ws.linkAt(ino, parent, nameOf(name)))),
+      mknod: (r, parent, _pi, name, mode, rdev) => this.madeEntry(parent, name, this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r)))),
+      mkdir: (r, parent, _pi, name, mode) => this.madeEntry(parent, name, this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mkdirAt(parent, nameOf(name), mode, caller(r)))),
+      symlink: (r, parent, _pi, name, target) => this.madeEntry(parent, name, this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r)))),
+      link: (r, ino, _inc, parent, _pi, name) => this.madeEntry(parent, name, calls.made(r.pid, parent, ws.linkAt(ino, parent, nameOf(name)))),
       unlink: (r, parent, _pi, name) => { const n = nameOf(name); if (this.announcing(r)?.removeAt(parent, n) !== true) calls.remove(r.pid, parent, n, () => { ws.unlinkAt(parent, n) }) },
       rmdir: (r, parent, _pi, name) => { const n = nameOf(name); if (this.announcing(r)?.removeAt(parent, n) !== true) calls.remove(r.pid, parent, n, () => { ws.rmdirAt(parent, n) }) },
-      rename: (r, parent, _pi, name, np, _npi, newName, flags) => { calls.renaming(r.pid, parent, nameOf(name), np, nameOf(newName), () => { ws.renameAt(parent, nameOf(name), np, nameOf(newName), flags) }) },
+      rename: (r, parent, _pi, name, np, _npi, newName, flags) => {
+        calls.renaming(r.pid, parent, nameOf(name), np, nameOf(newName), () => { ws.renameAt(parent, nameOf(name), np, nameOf(newName), flags) })
+        this.made(np, newName)
+        if ((flags & 2) !== 0) this.made(parent, name) // RENAME_EXCHANGE: both names are positive
+      },
       // keep_cache: the kernel's pages of a file change only through this mount, and a restore drops them (invalidate);
       // noflush: close sends no FLUSH (the workspace has nothing to do at close: writes reached it as they were made,
       // and locks are kernel-local), which saves one request per close (17,000 in an npm ci)
@@ -377,6 +400,7 @@ export class LowLevelMount {
           return { ...e, fh, keepCache: true }
         }
         const c = ws.createAt(parent, nameOf(name), mode, flags, caller(r))
+        this.made(parent, name)
         calls.created(r.pid, parent, c.stat.ino, c.fh)
         const e = this.counted(c.stat)
         this.inc.opened(c.fh, e.ino, e.incarnation!)
