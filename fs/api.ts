@@ -106,6 +106,8 @@ export type Invalidate = (plan: InvalidationPlan) => Promise<InvalidationOutcome
 export interface FrozenInode {
   /** its stat before the restore (nlink as it was then) */
   readonly stat: Stat
+  /** its names before the restore: (directory inode, name); a hard-linked file has several */
+  readonly links: ReadonlyArray<readonly [Ino, string]>
   /** symlink target, else undefined */
   readonly target: string | undefined
   /** extended attributes, name → value (a copy) */

@@ -24,6 +24,7 @@ export function frozenInode (ws: Workspace, r: InodeRecord): FrozenInode {
   const release = ws.retain(r)
   return {
     stat: ws.statOf(r, false),
+    links: r.links.map(([parent, name]) => [parent, name] as const),
     target: r.target,
     xattrs: { ...(r.xattrs ?? {}) },
     read: (buf, len, pos) => ws.readRecord(r, buf, len, pos, false),

@@ -220,18 +220,25 @@ export class LowLevelMount {
     this.restores++
     const items: NotifyItem[] = []
     const frozen = plan.byIno?.frozen
+    // names of old incarnations: deleted (not only dropped), so that the kernel too takes the old inode for unlinked
+    // (nlink 0) and a watch on it hears IN_DELETE_SELF; first, before any directory's entry drops them unseen
+    const deleted = new Set<string>()
     for (const ino of plan.byIno?.renewed ?? []) {
       const r = frozen !== undefined ? this.inc.renew(ino, () => frozen(ino)) : null
       if (r === null) continue
       outcome.files++
       outcome.handles += r.handles
       items.push({ kind: 'inode', ino, incarnation: r.old.inc, offset: -1 })
+      for (const [parent, name] of r.old.links) {
+        items.push({ kind: 'delete', parent, parentInc: this.inc.incarnation(parent), child: ino, childInc: r.old.inc, name: nameBuffer(name) })
+        deleted.add(`${parent}/${name}`)
+      }
     }
     const s = this.session
     if (s === null) return outcome
     if (plan.byIno !== undefined) {
       for (const ino of plan.byIno.inodes) items.push({ kind: 'inode', ino, incarnation: this.inc.incarnation(ino), offset: 0, length: 0 })
-      for (const [parent, name] of plan.byIno.entries) items.push({ kind: 'entry', parent, parentInc: this.inc.incarnation(parent), name: nameBuffer(name) })
+      for (const [parent, name] of plan.byIno.entries) if (!deleted.has(`${parent}/${name}`)) items.push({ kind: 'entry', parent, parentInc: this.inc.incarnation(parent), name: nameBuffer(name) })
     }
     // negative entries the kernel may still hold for names that exist after the swap
     const now = Date.now()

@@ -58,6 +58,9 @@ export class OldIncarnation {
     this.xattrs = frozen.xattrs
   }
 
+  /** Its names before the restore (directory inode, name): the kernel's cached names of it are deleted at the restore. */
+  get links (): ReadonlyArray<readonly [Ino, string]> { return this.frozen.links }
+
   /** Its stat: as before the restore, nlink 0, with what was changed through it since. */
   stat (): Stat { return { ...this.st } }
 
