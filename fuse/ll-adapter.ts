@@ -41,19 +41,18 @@ import fs from 'node:fs'
 import os from 'node:os'
 import { execFile } from 'node:child_process'
 import {
-  LowLevelSession, FuseError, SETATTR,
-  type LowLevelOps, type Request, type Entry, type Attr, type DirEntry, type DirPlusEntry, type NotifyItem, type Open
+  LowLevelSession, FuseError,
+  type LowLevelOps, type Request, type Entry, type DirEntry, type DirPlusEntry, type NotifyItem, type Open
 } from './ll/session.js'
 import { FsError, isNoSpace } from '../base/errno.js'
-import { isByteName, nameBuffer, nameOfBuffer } from '../base/names.js'
-import type { InodeOps, Stat, Caller, InvalidationPlan, InvalidationOutcome, AttrChange, RestoreAnnouncer, ChangeAttribution } from '../fs/api.js'
+import { nameBuffer, nameOfBuffer } from '../base/names.js'
+import type { InodeOps, Stat, Caller, InvalidationPlan, InvalidationOutcome, RestoreAnnouncer, ChangeAttribution } from '../fs/api.js'
 import { HandleCalls } from './handle-calls.js'
 import { Incarnations, OLD_FH_BASE, type IncarnationCounts } from './incarnations.js'
-import type { OldIncarnation } from './old-incarnation.js'
+import { oldIncarnationOps, notADirectory } from './old-ops.js'
+import { attrOf, changeOf, seekIn, xattrNameOf, NODATA } from './ll-answers.js'
 
 const E = os.constants.errno
-const SEEK_DATA = 3
-const SEEK_HOLE = 4
 const ROOT = 1
 
 export interface LowLevelAdapterOptions {
@@ -488,7 +487,7 @@ export class LowLevelMount {
       removexattr: (r, ino, _inc, name) => { if (this.announcing(r) === null) { ws.removexattrIno(ino, xattrNameOf(name)); calls.changed(calls.of(r.pid), ino) } },
       lseek: (_r, _ino, _inc, fh, offset, whence) => seekIn(ws.fgetattr(fh).size, () => ws.dataRangesOf(fh), offset, whence)
     }
-    const old = this.oldOps(raw)
+    const old = oldIncarnationOps(this.inc, this.readBuf, raw)
     // every handler counted and guarded: FsError → its errno, a full disk → ENOSPC, anything else → EIO + log
     const guarded: Record<string, unknown> = {}
     for (const [k, f] of Object.entries(raw)) {
@@ -520,49 +519,6 @@ export class LowLevelMount {
     return guarded as LowLevelOps
   }
 
-  /**
-   * The handlers of requests that name an old incarnation (a file's node id
-   * from before a restore that changed it: fuse/old-incarnation.ts), by
-   * operation name; each gets the incarnation, then the request's own
-   * arguments. Nothing here reads or changes the workspace, and nothing is
-   * attributed to a tool call (the live file is not changed). An operation
-   * not listed is one on a directory: ENOTDIR (old incarnations are never
-   * directories).
-   */
-  private oldOps (raw: LowLevelOps): Record<string, (o: OldIncarnation, ...a: any[]) => unknown> {
-    return {
-      getattr: (o) => attrOf(o.stat()),
-      setattr: (o, _r, _ino, _inc, set) => attrOf(o.setattr(changeOf(set), nowNs())),
-      readlink: (o) => nameBuffer(o.readlink()),
-      open: (o, _r: Request, ino: number, inc: number, flags: number): Open => {
-        const fh = this.inc.oldHandle()
-        if ((flags & fs.constants.O_TRUNC) !== 0) o.setattr({ size: 0 }, nowNs())
-        this.inc.opened(fh, ino, inc)
-        return { fh, keepCache: true, noflush: true }
-      },
-      read: (o, _r, _ino, _inc, _fh, size: number, offset: number) => {
-        const b = size <= this.readBuf.length ? this.readBuf.subarray(0, size) : Buffer.allocUnsafe(size)
-        return b.subarray(0, o.read(b, size, offset))
-      },
-      write: (o, _r, _ino, _inc, _fh, data: Buffer, offset: number, flags: number) => o.write(data, offset, (flags & fs.constants.O_APPEND) !== 0, nowNs()),
-      release: (_o, ...a: any[]) => (raw.release as (...x: any[]) => unknown)(...a),
-      // nothing of it is durable: its writes are dropped with it, as those to a file unlinked while open are
-      fsync: () => undefined,
-      getxattr: (o, _r, _ino, _inc, name: Buffer) => {
-        const v = o.xattr(xattrNameOf(name))
-        if (v === undefined) throw NODATA
-        return v
-      },
-      listxattr: (o, r: Request) => o.listxattr().filter((n) => r.uid === 0 || !n.startsWith('trusted.')).map((n) => Buffer.from(n)),
-      setxattr: (o, _r, _ino, _inc, name: Buffer, value: Buffer, flags: number) => { o.setxattr(xattrNameOf(name), value, flags, nowNs()) },
-      removexattr: (o, _r, _ino, _inc, name: Buffer) => { o.removexattr(xattrNameOf(name), nowNs()) },
-      lseek: (o, _r, _ino, _inc, _fh, offset: number, whence: number) => seekIn(o.stat().size, () => o.dataRanges(), offset, whence),
-      // as for a file unlinked while open: no new name for it (the kernel refuses too once it has seen nlink 0)
-      link: () => { throw new FsError(E.ENOENT, 'a file a restore replaced cannot be linked back into the workspace') },
-      statfs: (_o, ...a: any[]) => (raw.statfs as (...x: any[]) => unknown)(...a)
-    }
-  }
-
   /** True when entry i of a directory handle is still in the directory (always, unless a restore came after the opendir). */
   private stillListed (h: DirHandle, i: number): boolean {
     if (h.restores === this.restores || i < 2) return true
@@ -583,15 +539,8 @@ export class LowLevelMount {
  */
 const NEGATIVE_TIMEOUT = 10
 
-/** A request on an old incarnation that only a directory could take (lookup, mkdir, opendir, ...). */
-function notADirectory (): never { throw new FsError(E.ENOTDIR, 'not a directory (a file as it was before a restore)') }
-
-/** Now in ns since the epoch (times an old incarnation's own changes set). */
-function nowNs (): bigint { return BigInt(Date.now()) * 1000000n }
-
 const DOT = Buffer.from('.')
 const DOTDOT = Buffer.from('..')
-const NODATA = new FsError(E.ENODATA, 'no such xattr')
 const CAPABILITY = 'security.capability'
 /** The mount's readahead window, bytes: one READ request of max_pages (256 pages, libfuse's largest) at a time (DECISIONS.md "Sequential reads"). */
 const READAHEAD = 1024 * 1024
@@ -613,48 +562,3 @@ function isDotName (b: Uint8Array): boolean {
  * U+DC80..U+DCFF and go back out as the same bytes; issue 18).
  */
 const nameOf = nameOfBuffer
-
-/**
- * An xattr name from the kernel; EILSEQ when it is not UTF-8: the store keeps
- * xattrs in a msgpack map keyed by str, which cannot carry such a name, so it
- * is refused rather than merged with another name.
- */
-function xattrNameOf (b: Buffer): string {
-  const s = nameOfBuffer(b)
-  if (isByteName(s)) throw new FsError(E.EILSEQ, `an xattr name that is not valid UTF-8 (${b.toString('hex')}) is not supported: refused rather than merged with another name`)
-  return s
-}
-
-function attrOf (s: Stat): Attr {
-  return { mode: s.mode, nlink: s.nlink, uid: s.uid, gid: s.gid, rdev: s.rdev, size: s.size, blocks: s.blocks, blksize: s.blksize, atime: s.atime, mtime: s.mtime, ctime: s.ctime, ino: s.ino }
-}
-
-function changeOf (set: { valid: number, mode?: number, uid?: number, gid?: number, size?: number, atime?: bigint, atimeNow?: boolean, mtime?: bigint, mtimeNow?: boolean }): AttrChange {
-  const c: AttrChange = {}
-  const v = set.valid
-  if (v & SETATTR.MODE) c.mode = set.mode
-  if (v & SETATTR.UID) c.uid = set.uid
-  if (v & SETATTR.GID) c.gid = set.gid
-  if (v & SETATTR.SIZE) c.size = set.size
-  if (v & SETATTR.ATIME_NOW) c.atime = 'now'
-  else if (v & SETATTR.ATIME) c.atime = set.atime
-  if (v & SETATTR.MTIME_NOW) c.mtime = 'now'
-  else if (v & SETATTR.MTIME) c.mtime = set.mtime
-  return c
-}
-
-/** lseek with SEEK_DATA / SEEK_HOLE over a file of `size` bytes whose data ranges `rangesOf` gives (ENXIO at or past the end); the kernel answers the other whences itself. */
-function seekIn (size: number, rangesOf: () => Array<[number, number]>, offset: number, whence: number): number {
-  if (whence !== SEEK_DATA && whence !== SEEK_HOLE) throw new FsError(E.EINVAL, `lseek whence ${whence} reaches the filesystem only for SEEK_DATA and SEEK_HOLE`)
-  if (offset < 0 || offset >= size) throw new FsError(E.ENXIO, `offset ${offset} is at or past the end (${size} bytes)`)
-  const ranges = rangesOf()
-  if (whence === SEEK_DATA) {
-    for (const [start, end] of ranges) if (end > offset) return Math.max(start, offset)
-    throw new FsError(E.ENXIO, `no data at or after ${offset}`)
-  }
-  for (const [start, end] of ranges) {
-    if (start > offset) return offset
-    if (end > offset) return Math.min(end, size)
-  }
-  return offset
-}
