@@ -8,7 +8,9 @@
  * new identity, a shell whose directory is restored (or moved by the
  * restore) sees the restored listing, a directory stream open across a
  * restore goes on, the node ids of old incarnations are forgotten exactly,
- * and gc keeps what they read. The git loop is open-files-git.test.ts.
+ * gc keeps what they read, and a tool call's write through an old
+ * descriptor is not attributed to it as a change of the live file. The git
+ * loop is open-files-git.test.ts.
  */
 import t, { type Test } from 'tap'
 import fs from 'node:fs'
@@ -281,4 +283,35 @@ t.test('gc with an old incarnation alive keeps the blocks it reads', async t => 
   const again = await m.client.gc({ keepLast: 0, abandonedAfterMs: 0 })
   t.ok(again.blocks.removed >= 3, `once forgotten, the next gc collects its blocks (${again.blocks.removed})`)
   t.equal((await m.sh('cat only-here.bin')).code, 1, 'and the file is not in the workspace')
+})
+
+t.test('a write through an old descriptor is not attributed to the tool call as a change of the live file', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'f.txt'), 'v1\n') })
+  fs.readdirSync(m.dir)
+  const cp = await m.client.mark({})
+  // a tool call opens f.txt, writes, and writes again through the same descriptor after the restore
+  const script = `cd '${m.dir}' || exit 9
+exec 3>>f.txt
+echo before >&3
+touch ready
+while [ ! -e go ]; do sleep 0.05; done
+echo after-the-restore >&3
+exec 3>&-`
+  const ex = m.cli(['exec', '--no-checkpoint', '--', 'bash', '-c', script])
+  while (!fs.existsSync(path.join(m.dir, 'ready'))) await new Promise(resolve => setTimeout(resolve, 20))
+  const r = await m.client.restore({ id: cp.id })
+  t.equal(r.oldIncarnations?.handles, 1, 'the call\'s descriptor stays on the old incarnation of f.txt')
+  // the restored f.txt is then changed by a process outside the call
+  fs.writeFileSync(path.join(m.dir, 'f.txt'), 'v3 by someone else\n')
+  fs.writeFileSync(path.join(m.dir, 'go'), '')
+  t.equal((await ex).code, 0, 'the call ended')
+  t.equal(fs.readFileSync(path.join(m.dir, 'f.txt'), 'utf8'), 'v3 by someone else\n', 'the call\'s late write did not reach the live file')
+  await m.client.mark({ label: 'after the call' })
+  const calls = (await m.client.candidates({ limit: 1 }))[0].calls?.calls ?? []
+  const pathsOf = (tool: string | null): string[] => {
+    const c = calls.find(x => tool === null ? x.call === null : x.tool === tool)
+    return c === undefined ? [] : [...c.created, ...c.modified, ...c.deleted].map(f => f.path)
+  }
+  t.notOk(pathsOf('exec').includes('f.txt'), `the call is not credited with f.txt (it lists ${JSON.stringify(pathsOf('exec'))})`)
+  t.ok(pathsOf(null).includes('f.txt'), 'the change of f.txt is no call\'s')
 })
