@@ -196,7 +196,4 @@ export class Incarnations {
 
   /** Counts of old incarnations (status.kernelNodes). */
   counted (): IncarnationCounts { return { ...this.tally, oldPrivateBytes: this.budget.used } }
-
-  /** Every old incarnation the kernel still holds (tests and logs). */
-  * olds (): IterableIterator<OldIncarnation> { for (const byInc of this.old.values()) yield * byInc.values() }
 }

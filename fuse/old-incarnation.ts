@@ -189,9 +189,10 @@ export class OldIncarnation {
     return Object.prototype.hasOwnProperty.call(this.xattrs, name) ? this.xattrs[name] : undefined
   }
 
+  /** Its xattr names (the kernel's caller filter is the adapter's). */
   listxattr (): string[] { return Object.keys(this.xattrs) }
 
-  /** setxattr of the old incarnation only (XATTR_CREATE 1, XATTR_REPLACE 2). */
+  /** setxattr of the old incarnation only (XATTR_CREATE 1, XATTR_REPLACE 2); ENOTSUP outside user., trusted., security., EEXIST / ENODATA as the flags say. */
   setxattr (name: string, value: Uint8Array, flags: number, now: bigint): void {
     if (!/^(user|trusted|security)\../.test(name)) throw new FsError(ENOTSUP, `xattr namespace of ${name} is not supported`)
     const has = this.xattr(name) !== undefined
@@ -201,6 +202,7 @@ export class OldIncarnation {
     this.st.ctime = now
   }
 
+  /** removexattr of the old incarnation only; ENODATA when it has no such xattr. */
   removexattr (name: string, now: bigint): void {
     if (this.xattr(name) === undefined) throw new FsError(ENODATA, `no xattr ${name}`)
     const x = { ...this.xattrs }
