@@ -237,7 +237,7 @@ export async function startDaemon (o: DaemonOptions): Promise<Daemon> {
     workspacePath: o.dir,
     storePath: o.store,
     protocol: PROTOCOL_VERSION,
-    invalidate: async (plan) => { await fuse.invalidate(plan) },
+    invalidate: async (plan) => await fuse.invalidate(plan),
     requests: () => fuse.requestCounts(),
     ...(fuse.kernelNodes ? { kernelNodes: () => fuse.kernelNodes!() } : {}),
     exportTo: async (id, dir) => await exportCheckpoint({ gens, ws, id, dir, workspaceDir: o.dir, xattrs: xattrIo }),

@@ -10,7 +10,7 @@ import type { CandidateInfo, CheckpointInfo, DiffEntry, GcPolicy, GcReport, Memo
 import { type InodeRecord, isDir, isFile, typeName } from '../fs/inode.js'
 import type { Workspace } from '../fs/workspace.js'
 import type { CheckpointRecord, Generations } from '../fs/history/generations.js'
-import type { InvalidationPlan } from '../fs/api.js'
+import type { Invalidate } from '../fs/api.js'
 import { TreeView } from '../fs/tree.js'
 import { ApiError } from '../proto/errors.js'
 import { FsError } from '../base/errno.js'
@@ -30,9 +30,9 @@ export interface ServiceDeps {
   /** FUSE requests served so far, by operation name (status.requests); absent: not reported */
   requests?: () => Record<string, number>
   /** the kernel's node ids as the FUSE layer counts them (status.kernelNodes); absent: not reported (hl) */
-  kernelNodes?: () => { nodes: number, lookups: number, forgetUnknown: number, afterForget: number }
+  kernelNodes?: () => NonNullable<StatusInfo['kernelNodes']>
   /** drops kernel caches (the FUSE mount) */
-  invalidate: (plan: InvalidationPlan) => Promise<void>
+  invalidate: Invalidate
   /** writes a checkpoint's tree to a directory */
   exportTo: (id: CheckpointId, dir: string) => Promise<{ files: number, bytes: number }>
   /**

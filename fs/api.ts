@@ -61,7 +61,63 @@ export interface InvalidationPlan {
    * type or stop naming their inode, deepest first. Absent in plans made
    * before this field existed: the adapter then drops the root's names.
    */
-  byIno?: { inodes: Ino[], entries: Array<[Ino, string]> }
+  byIno?: {
+    inodes: Ino[]
+    entries: Array<[Ino, string]>
+    /**
+     * Non-directory inodes of the live state before the swap whose content
+     * or type differs in the restored state, or that it does not have
+     * (issue 13): each gets a new node id where the kernel holds the old
+     * one, and every name it had is in `entries` (hard links included).
+     * Absent in plans made before this field existed.
+     */
+    renewed?: Ino[]
+    /**
+     * The inode of `renewed` as it was before the swap, readable (and its
+     * blocks kept live for gc) until its release(); undefined for any other
+     * inode. Call it at most once per inode, synchronously after the swap
+     * (before the next FUSE request is answered).
+     */
+    frozen?: (ino: Ino) => FrozenInode | undefined
+  }
+}
+
+/**
+ * What became of the kernel's view of the files a restore replaced
+ * (InvalidationPlan.byIno.renewed), as the low-level adapter reports it:
+ * `files` inodes whose old node id the kernel still held (each keeps
+ * answering from its content before the restore until the kernel forgets
+ * it), `handles` open file handles on them (open file descriptions:
+ * descriptors, and mappings made through them).
+ */
+export interface InvalidationOutcome { files: number, handles: number }
+
+/** Drops the kernel caches a restore's plan names, called in the tick of the swap; resolves when the kernel has taken them (the low-level adapter with an InvalidationOutcome). */
+export type Invalidate = (plan: InvalidationPlan) => Promise<InvalidationOutcome | undefined | void>
+
+/**
+ * A non-directory inode as it was just before a restore replaced or removed
+ * it (issue 13): the content an old incarnation of it answers from. Sealed
+ * state, so immutable: no unsealed buffer is involved (a restore seals the
+ * live state before it swaps). Reads are synchronous and throw FsError (EIO
+ * for a block that fails its check). Its blocks count as live for gc until
+ * release() (fs/maint/gc.ts); release twice is harmless.
+ */
+export interface FrozenInode {
+  /** its stat before the restore (nlink as it was then) */
+  readonly stat: Stat
+  /** its names before the restore: (directory inode, name); a hard-linked file has several */
+  readonly links: ReadonlyArray<readonly [Ino, string]>
+  /** symlink target, else undefined */
+  readonly target: string | undefined
+  /** extended attributes, name → value (a copy) */
+  readonly xattrs: Record<string, Uint8Array>
+  /** reads up to `len` bytes at byte offset `pos` into buf from offset 0; returns the count (0 at or past the end) */
+  read(buf: Buffer, len: number, pos: number): number
+  /** byte ranges [start, end) that may hold data, increasing (SEEK_DATA / SEEK_HOLE) */
+  dataRanges(): Array<[number, number]>
+  /** no longer needed: gc may collect its blocks */
+  release(): void
 }
 
 /** What setattr changes: only the fields present. Times in ns since the epoch; 'now' is the current time (UTIME_NOW). */

@@ -202,6 +202,29 @@ export class Workspace implements FsOps, InodeOps {
   /** Inodes unlinked while open (alive until their last handle closes; in no checkpoint). */
   orphanRecords (): IterableIterator<InodeRecord> { return this.orphans.values() }
 
+  /**
+   * Records of the state before a restore that an old incarnation still
+   * reads (fs/frozen.ts, issue 13), with how many holders each has: gc
+   * keeps their blocks and lower sessions live, as it does an orphan's.
+   */
+  private readonly retained = new Map<InodeRecord, number>()
+
+  /** Keeps `r` (a record no longer in the live state) live for gc until the returned function is called (once counts; later calls do nothing). O(1). */
+  retain (r: InodeRecord): () => void {
+    this.retained.set(r, (this.retained.get(r) ?? 0) + 1)
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      const n = (this.retained.get(r) ?? 1) - 1
+      if (n > 0) this.retained.set(r, n)
+      else this.retained.delete(r)
+    }
+  }
+
+  /** Records retained for old incarnations (see retain). */
+  retainedRecords (): IterableIterator<InodeRecord> { return this.retained.keys() }
+
   // ---- records ----------------------------------------------------------
 
   /** Record of `ino` in the live state (orphans included), or undefined. */
@@ -484,8 +507,8 @@ export class Workspace implements FsOps, InodeOps {
 
   // ---- attributes -------------------------------------------------------
 
-  /** stat of a record as the kernel sees it. */
-  statOf (r: InodeRecord): Stat {
+  /** stat of a record as the kernel sees it; `live` false: a record not of the live state (its unsealed buffers, if any, are another record's). */
+  statOf (r: InodeRecord, live = true): Stat {
     const type = r.mode & S_IFMT
     let nlink = r.links.length + (r.unseen ?? 0)
     let size = r.size
@@ -493,7 +516,7 @@ export class Workspace implements FsOps, InodeOps {
     if (type === S_IFDIR) { nlink = 2 + (r.subdirs ?? 0); size = 4096; blocks = 8 }
     else if (type === S_IFREG && r.blocks) {
       let used = r.blocks.dataBlocks
-      const dd = this.dirtyData.get(r.ino)
+      const dd = live ? this.dirtyData.get(r.ino) : undefined
       if (dd) for (const k of dd.keys()) if (r.blocks.get(k) === 0) used++
       blocks = Math.min(blocks, used * (BLOCK_SIZE / 512))
     }

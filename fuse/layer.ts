@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import { FuseMount } from './adapter.js'
 import { LowLevelMount, type KernelNodes } from './ll-adapter.js'
 import { requestCounts } from './binding.js'
-import type { ChangeAttribution, FsOps, InodeOps, InvalidationPlan, RestoreAnnouncer } from '../fs/api.js'
+import type { ChangeAttribution, FsOps, InodeOps, InvalidationOutcome, InvalidationPlan, RestoreAnnouncer } from '../fs/api.js'
 
 /** The two layers: 'hl' libfuse 2.9 high-level (fuse-native), 'll' libfuse 3 low-level (fuse/ll). */
 export type FuseLayer = 'hl' | 'll'
@@ -27,8 +27,11 @@ export function fuseLayer (env: NodeJS.ProcessEnv = process.env): FuseLayer {
 export interface WorkspaceMount {
   mount(): Promise<void>
   unmount(): Promise<void>
-  /** drops the kernel caches a restore made stale (after the swap; never from inside a FUSE handler) */
-  invalidate(plan: InvalidationPlan): Promise<void>
+  /**
+   * drops the kernel caches a restore made stale (call it in the tick of the swap; never from inside a FUSE
+   * handler); ll resolves with how many files and open handles stayed on old incarnations (issue 13), hl with nothing
+   */
+  invalidate(plan: InvalidationPlan): Promise<InvalidationOutcome | undefined>
   /** FUSE requests received so far, by operation name */
   requestCounts(): Record<string, number>
   /** the kernel's node ids as the low-level layer counts them (absent on hl: libfuse 2.9 keeps its own node table) */
@@ -69,7 +72,7 @@ export function workspaceMount (layer: FuseLayer, o: MountOptions): WorkspaceMou
   return {
     mount: async () => await m.mount(),
     unmount: async () => await m.unmount(),
-    invalidate: async (plan) => await m.invalidate(plan),
+    invalidate: async (plan) => { await m.invalidate(plan); return undefined },
     requestCounts,
     announceWith: (a) => m.announceWith(a)
   }

@@ -5,10 +5,12 @@
  * DECISIONS.md "The FUSE layer on libfuse 3's low-level API").
  *
  * Node ids: a kernel node id is (incarnation << INO_BITS) | ino
- * (fuse/ll/nodeid.h), ino being the workspace's inode number. Incarnation
- * is always 0 here; its bits are reserved for giving a file a new kernel
- * identity at a restore (issue 13). So there is no path resolution and no
- * node table: a request names the inode itself.
+ * (fuse/ll/nodeid.h), ino being the workspace's inode number. So there is
+ * no path resolution and no node table: a request names the inode itself.
+ * A restore that changes a file's content or type gives it a new
+ * incarnation; the old node id keeps answering from the file as it was
+ * until the kernel forgets it (issue 13: fuse/incarnations.ts,
+ * fuse/old-incarnation.ts).
  *
  * Lookup counting: every answer that hands the kernel a node (lookup,
  * create, mknod, mkdir, symlink, link, and each readdirplus entry that
@@ -22,10 +24,12 @@
  * disk ENOSPC/EDQUOT (logged at most once a minute), anything else EIO
  * with a log line; no request can end the daemon.
  *
- * Restores: `invalidate(plan)` turns the plan's inodes and names (by inode
- * number, InvalidationPlan.byIno) into notify calls that run on the
- * binding's notify thread, never on the JS thread and never awaited inside
- * a handler (fuse-invalidation.md §2 rules 1-4); the tree is swapped before.
+ * Restores: `invalidate(plan)` first renews the plan's replaced files (in
+ * the same tick as the swap, before any request is answered from the new
+ * state), then turns the plan's inodes and names (by inode number,
+ * InvalidationPlan.byIno) into notify calls that run on the binding's
+ * notify thread, never on the JS thread and never awaited inside a handler
+ * (fuse-invalidation.md §2 rules 1-4); the tree is swapped before.
  *
  * Names cross as bytes (Buffers) and are decoded losslessly here
  * (base/names.ts, PEP 383 surrogateescape: a byte that is not UTF-8 becomes a
@@ -37,17 +41,18 @@ import fs from 'node:fs'
 import os from 'node:os'
 import { execFile } from 'node:child_process'
 import {
-  LowLevelSession, FuseError, SETATTR,
-  type LowLevelOps, type Request, type Entry, type Attr, type DirEntry, type DirPlusEntry, type NotifyItem, type Open
+  LowLevelSession, FuseError,
+  type LowLevelOps, type Request, type Entry, type DirEntry, type DirPlusEntry, type NotifyItem, type Open
 } from './ll/session.js'
 import { FsError, isNoSpace } from '../base/errno.js'
-import { isByteName, nameBuffer, nameOfBuffer } from '../base/names.js'
-import type { InodeOps, Stat, Caller, InvalidationPlan, AttrChange, RestoreAnnouncer, ChangeAttribution } from '../fs/api.js'
+import { nameBuffer, nameOfBuffer } from '../base/names.js'
+import type { InodeOps, Stat, Caller, InvalidationPlan, InvalidationOutcome, RestoreAnnouncer, ChangeAttribution } from '../fs/api.js'
 import { HandleCalls } from './handle-calls.js'
+import { Incarnations, OLD_FH_BASE, type IncarnationCounts } from './incarnations.js'
+import { oldIncarnationOps, notADirectory } from './old-ops.js'
+import { attrOf, changeOf, seekIn, xattrNameOf, NODATA } from './ll-answers.js'
 
 const E = os.constants.errno
-const SEEK_DATA = 3
-const SEEK_HOLE = 4
 const ROOT = 1
 
 export interface LowLevelAdapterOptions {
@@ -69,9 +74,9 @@ export interface LowLevelAdapterOptions {
   attribution?: ChangeAttribution
 }
 
-/** The kernel's node ids as the adapter counts them (status.kernelNodes). */
-export interface KernelNodes {
-  /** node ids looked up and not yet forgotten */
+/** The kernel's node ids as the adapter counts them (status.kernelNodes), with what became of old incarnations (fuse/incarnations.ts). */
+export interface KernelNodes extends IncarnationCounts {
+  /** node ids looked up and not yet forgotten (old incarnations included) */
   nodes: number
   /** their lookup counts summed */
   lookups: number
@@ -81,8 +86,13 @@ export interface KernelNodes {
   afterForget: number
 }
 
-/** An open directory: its entries as they were at opendir (readdir offsets index into it: offset i+1 follows entry i). */
-interface DirHandle { ino: number, names: Buffer[], inos: number[], modes: number[] }
+/**
+ * An open directory: its entries as they were at opendir (readdir offsets
+ * index into it: offset i+1 follows entry i), and the number of restores
+ * done before it was opened (an entry a later restore removed or moved is
+ * skipped).
+ */
+interface DirHandle { ino: number, names: Buffer[], inos: number[], modes: number[], restores: number }
 
 /** A mounted workspace on the low-level binding. */
 export class LowLevelMount {
@@ -92,8 +102,10 @@ export class LowLevelMount {
   private readonly timeout: number
   /** requests answered and errors, for status */
   readonly counts = { ops: 0, errors: 0 }
-  /** lookup count per node id the kernel holds (key: ino; incarnation 0 only, see the module comment) */
-  private readonly lookups = new Map<number, number>()
+  /** the node ids the kernel holds, their lookup counts, old incarnations and which node id each open handle is on (fuse/incarnations.ts) */
+  private readonly inc: Incarnations
+  /** restores whose invalidation has begun (directory handles opened before one check their entries) */
+  private restores = 0
   /** forgets of node ids the daemon never handed out or had already dropped (each one is a bug; tests read it) */
   forgetUnknown = 0
   /** requests that named a node id (other than the root) after its last forget, or never handed out (each one is a bug; tests read it) */
@@ -122,6 +134,7 @@ export class LowLevelMount {
     this.log = o.log ?? ((m) => process.stderr.write(m + '\n'))
     this.timeout = o.cacheTimeout ?? 60
     this.calls = new HandleCalls(o.attribution, (parent, name) => this.ws.lookupAt(parent, name).ino)
+    this.inc = new Incarnations(this.log)
   }
 
   /** Mounts; rejects with libfuse's message (mount point busy, no /dev/fuse, refused option). */
@@ -184,24 +197,47 @@ export class LowLevelMount {
    * afterForget: both stay 0 when the accounting is exact).
    */
   nodes (): KernelNodes {
-    let n = 0
-    for (const c of this.lookups.values()) n += c
-    return { nodes: this.lookups.size, lookups: n, forgetUnknown: this.forgetUnknown, afterForget: this.afterForget }
+    const h = this.inc.held()
+    return { nodes: h.nodes, lookups: h.lookups, forgetUnknown: this.forgetUnknown, afterForget: this.afterForget, ...this.inc.counted() }
   }
 
   /**
    * Drops the kernel caches a restore made stale, after the swap, on the
-   * binding's notify thread: attributes and pages of the plan's inodes,
-   * then its names deepest first, then the root's attributes. Resolves when
-   * the kernel has taken them (-ENOENT items: nothing was cached).
+   * binding's notify thread. First, synchronously (call it in the tick of
+   * the swap): every renewed inode the kernel holds gets a new incarnation,
+   * its old node id becomes an old incarnation (fuse/incarnations.ts).
+   * Then: the attributes of those old node ids (they now say nlink 0; their
+   * pages stay, they are the content old descriptors and mappings read),
+   * attributes and pages of the plan's other inodes, its names deepest
+   * first (all names of renewed inodes among them), then the root's
+   * attributes. Resolves when the kernel has taken them (-ENOENT items:
+   * nothing was cached), with how many files and open handles stayed on old
+   * incarnations.
    */
-  async invalidate (plan: InvalidationPlan): Promise<void> {
-    const s = this.session
-    if (s === null) return
+  async invalidate (plan: InvalidationPlan): Promise<InvalidationOutcome> {
+    const outcome = { files: 0, handles: 0 }
+    this.restores++
     const items: NotifyItem[] = []
+    const frozen = plan.byIno?.frozen
+    // names of old incarnations: deleted (not only dropped), so that the kernel too takes the old inode for unlinked
+    // (nlink 0) and a watch on it hears IN_DELETE_SELF; first, before any directory's entry drops them unseen
+    const deleted = new Set<string>()
+    for (const ino of plan.byIno?.renewed ?? []) {
+      const r = frozen !== undefined ? this.inc.renew(ino, () => frozen(ino)) : null
+      if (r === null) continue
+      outcome.files++
+      outcome.handles += r.handles
+      items.push({ kind: 'inode', ino, incarnation: r.old.inc, offset: -1 })
+      for (const [parent, name] of r.old.links) {
+        items.push({ kind: 'delete', parent, parentInc: this.inc.incarnation(parent), child: ino, childInc: r.old.inc, name: nameBuffer(name) })
+        deleted.add(`${parent}/${name}`)
+      }
+    }
+    const s = this.session
+    if (s === null) return outcome
     if (plan.byIno !== undefined) {
-      for (const ino of plan.byIno.inodes) items.push({ kind: 'inode', ino, offset: 0, length: 0 })
-      for (const [parent, name] of plan.byIno.entries) items.push({ kind: 'entry', parent, name: nameBuffer(name) })
+      for (const ino of plan.byIno.inodes) items.push({ kind: 'inode', ino, incarnation: this.inc.incarnation(ino), offset: 0, length: 0 })
+      for (const [parent, name] of plan.byIno.entries) if (!deleted.has(`${parent}/${name}`)) items.push({ kind: 'entry', parent, parentInc: this.inc.incarnation(parent), name: nameBuffer(name) })
     }
     // negative entries the kernel may still hold for names that exist after the swap
     const now = Date.now()
@@ -218,6 +254,7 @@ export class LowLevelMount {
     const r = await s.notify(items)
     const bad = r.results.filter((x) => x !== 0 && x !== -E.ENOENT && x !== -E.ENOTCONN)
     if (bad.length > 0) this.log(`rewindfs: ${bad.length} of ${items.length} kernel invalidations after a restore failed (errno ${-bad[0]})`)
+    return outcome
   }
 
   /** True unless `parent` is a directory without `name` (a parent that is gone counts as existing: its entry is dropped anyway). */
@@ -227,6 +264,19 @@ export class LowLevelMount {
 
   private isDir (ino: number): boolean {
     try { return (this.ws.statIno(ino).mode & 0o170000) === 0o040000 } catch { return false }
+  }
+
+  /**
+   * Name `name` of `parent` was made through the mount (mknod, mkdir,
+   * symlink, link, create, a rename's target): the kernel turned its
+   * negative entry, if it had one, into the new positive one, so the record
+   * goes. Kept, a restore would drop that positive entry by name, and a
+   * process whose working directory it is would lose its path (getcwd
+   * ENOENT: seen as git's "Unable to read current working directory" in
+   * test/restore/open-files-git.test.ts). O(1).
+   */
+  private made (parent: number, name: Buffer): void {
+    if (this.negatives.size > 0) this.negatives.delete(`${parent}/${nameOf(name)}`)
   }
 
   /** The lookup answer for a name that does not exist: a negative entry the kernel caches, recorded (see `negatives`). */
@@ -273,20 +323,15 @@ export class LowLevelMount {
 
   // ---- lookup counting ---------------------------------------------------
 
-  private counted (st: Stat): Entry {
-    this.lookups.set(st.ino, (this.lookups.get(st.ino) ?? 0) + 1)
-    return { ino: st.ino, attr: attrOf(st) }
+  /** The entry answer for `st`, made as name `name` of `parent` (see `made`), counted as one lookup. */
+  private madeEntry (parent: number, name: Buffer, st: Stat): Entry {
+    this.made(parent, name)
+    return this.counted(st)
   }
 
-  private forget (ino: number, nlookup: number): void {
-    const c = this.lookups.get(ino)
-    if (c === undefined || c < nlookup) {
-      this.forgetUnknown++
-      this.lookups.delete(ino)
-      return
-    }
-    if (c === nlookup) this.lookups.delete(ino)
-    else this.lookups.set(ino, c - nlookup)
+  /** The entry answer for `st`, counted as one lookup of its current node id. */
+  private counted (st: Stat): Entry {
+    return { ino: st.ino, incarnation: this.inc.lookedUp(st.ino), attr: attrOf(st) }
   }
 
   // ---- handlers ------------------------------------------------------------
@@ -323,7 +368,7 @@ export class LowLevelMount {
         }
         return this.counted(st)
       },
-      forget: (ino, _inc, n) => this.forget(ino, n),
+      forget: (ino, inc, n) => { if (!this.inc.forget(ino, inc, n)) this.forgetUnknown++ },
       getattr: (r, ino, _inc, fh) => attrOf(fh !== null ? ws.fgetattr(fh) : (this.announcing(r)?.statIno(ino) ?? ws.statIno(ino))),
       setattr: (r, ino, _inc, set, fh) => {
         if (this.announcing(r) !== null) return attrOf(this.announcer!.statIno(ino) ?? (fh !== null ? ws.fgetattr(fh) : ws.statIno(ino)))
@@ -332,31 +377,40 @@ export class LowLevelMount {
         return attrOf(st)
       },
       readlink: (_r, ino) => nameBuffer(ws.readlinkIno(ino)),
-      mknod: (r, parent, _pi, name, mode, rdev) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r)))),
-      mkdir: (r, parent, _pi, name, mode) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mkdirAt(parent, nameOf(name), mode, caller(r)))),
-      symlink: (r, parent, _pi, name, target) => this.counted(this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r)))),
-      link: (r, ino, _inc, parent, _pi, name) => this.counted(calls.made(r.pid, parent, ws.linkAt(ino, parent, nameOf(name)))),
+      mknod: (r, parent, _pi, name, mode, rdev) => this.madeEntry(parent, name, this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mknodAt(parent, nameOf(name), mode, rdev, caller(r)))),
+      mkdir: (r, parent, _pi, name, mode) => this.madeEntry(parent, name, this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.mkdirAt(parent, nameOf(name), mode, caller(r)))),
+      symlink: (r, parent, _pi, name, target) => this.madeEntry(parent, name, this.announcing(r)?.appearAt(parent, nameOf(name)) === true ? ws.lookupAt(parent, nameOf(name)) : calls.made(r.pid, parent, ws.symlinkAt(parent, nameOf(name), nameOf(target), caller(r)))),
+      link: (r, ino, _inc, parent, _pi, name) => this.madeEntry(parent, name, calls.made(r.pid, parent, ws.linkAt(ino, parent, nameOf(name)))),
       unlink: (r, parent, _pi, name) => { const n = nameOf(name); if (this.announcing(r)?.removeAt(parent, n) !== true) calls.remove(r.pid, parent, n, () => { ws.unlinkAt(parent, n) }) },
       rmdir: (r, parent, _pi, name) => { const n = nameOf(name); if (this.announcing(r)?.removeAt(parent, n) !== true) calls.remove(r.pid, parent, n, () => { ws.rmdirAt(parent, n) }) },
-      rename: (r, parent, _pi, name, np, _npi, newName, flags) => { calls.renaming(r.pid, parent, nameOf(name), np, nameOf(newName), () => { ws.renameAt(parent, nameOf(name), np, nameOf(newName), flags) }) },
+      rename: (r, parent, _pi, name, np, _npi, newName, flags) => {
+        calls.renaming(r.pid, parent, nameOf(name), np, nameOf(newName), () => { ws.renameAt(parent, nameOf(name), np, nameOf(newName), flags) })
+        this.made(np, newName)
+        if ((flags & 2) !== 0) this.made(parent, name) // RENAME_EXCHANGE: both names are positive
+      },
       // keep_cache: the kernel's pages of a file change only through this mount, and a restore drops them (invalidate);
       // noflush: close sends no FLUSH (the workspace has nothing to do at close: writes reached it as they were made,
       // and locks are kernel-local), which saves one request per close (17,000 in an npm ci)
-      open: (r, ino, _inc, flags): Open => {
-        if (this.announcing(r) !== null) return { fh: ws.openAt(ino, 0), keepCache: true, noflush: true }
-        const fh = ws.openAt(ino, flags)
-        calls.opened(r.pid, ino, fh, flags)
+      open: (r, ino, inc, flags): Open => {
+        const fh = this.announcing(r) !== null ? ws.openAt(ino, 0) : ws.openAt(ino, flags)
+        this.inc.opened(fh, ino, inc)
+        if (this.announcing(r) === null) calls.opened(r.pid, ino, fh, flags)
         return { fh, keepCache: true, noflush: true }
       },
       create: (r, parent, _pi, name, mode, flags) => {
         if (this.announcing(r)?.appearAt(parent, nameOf(name)) === true) {
           const st = ws.lookupAt(parent, nameOf(name))
-          return { ...this.counted(st), fh: ws.openAt(st.ino, 0), keepCache: true }
+          const e = this.counted(st)
+          const fh = ws.openAt(st.ino, 0)
+          this.inc.opened(fh, st.ino, e.incarnation!)
+          return { ...e, fh, keepCache: true }
         }
         const c = ws.createAt(parent, nameOf(name), mode, flags, caller(r))
+        this.made(parent, name)
         calls.created(r.pid, parent, c.stat.ino, c.fh)
         const e = this.counted(c.stat)
-        return { ino: e.ino, attr: e.attr, fh: c.fh, keepCache: true, noflush: true }
+        this.inc.opened(c.fh, e.ino, e.incarnation!)
+        return { ...e, fh: c.fh, keepCache: true, noflush: true }
       },
       // one buffer for every read: the answer is synchronous, and the session replies (a writev to /dev/fuse) before the
       // next request is handled; a new 1 MiB Buffer per request cost more than its copy (allocation, then GC of external memory)
@@ -369,13 +423,14 @@ export class LowLevelMount {
         calls.wrote(r.pid, fh, ino)
         return n
       },
-      release: (_r, _ino, _inc, fh) => { calls.released(fh); ws.release(fh) },
+      // also for handles on old incarnations (routed here whatever the node id: nothing of the workspace is read)
+      release: (_r, _ino, _inc, fh) => { calls.released(fh); this.inc.released(fh); if (fh < OLD_FH_BASE) ws.release(fh) },
       fsync: (_r, ino) => this.o.durable ? this.o.durable(ino).then(() => undefined) : undefined,
       fsyncdir: (_r, ino) => this.o.durable ? this.o.durable(ino).then(() => undefined) : undefined,
       opendir: (_r, ino) => {
         const list = ws.readdirIno(ino)
         const parent = ws.parentIno(ino)
-        const h: DirHandle = { ino, names: [DOT, DOTDOT], inos: [ino, parent], modes: [0o40000, 0o40000] }
+        const h: DirHandle = { ino, names: [DOT, DOTDOT], inos: [ino, parent], modes: [0o40000, 0o40000], restores: this.restores }
         for (const [name, st] of list) { h.names.push(nameBuffer(name)); h.inos.push(st.ino); h.modes.push(st.mode) }
         const fh = this.nextDirFh++
         this.dirs.set(fh, h)
@@ -386,7 +441,7 @@ export class LowLevelMount {
         const out: DirEntry[] = []
         // a dirent takes at least 32 bytes: no more entries than fit are built
         const end = Math.min(h.names.length, offset + Math.ceil(size / 32))
-        for (let i = offset; i < end; i++) out.push({ name: h.names[i], ino: h.inos[i], mode: h.modes[i], off: i + 1 })
+        for (let i = offset; i < end; i++) if (this.stillListed(h, i)) out.push({ name: h.names[i], ino: h.inos[i], mode: h.modes[i], off: i + 1 })
         return out
       },
       readdirplus: (_r, _ino, _inc, fh, offset, size) => {
@@ -397,7 +452,9 @@ export class LowLevelMount {
         for (let i = offset; i < end; i++) {
           let st: Stat
           try { st = ws.statIno(h.inos[i]) } catch { continue } // gone since opendir
-          out.push({ name: h.names[i], off: i + 1, entry: { ino: st.ino, attr: attrOf(st) } })
+          if (!this.stillListed(h, i)) continue
+          // the current incarnation: never an old one's node id with the restored attributes
+          out.push({ name: h.names[i], off: i + 1, entry: { ino: st.ino, incarnation: this.inc.incarnation(st.ino), attr: attrOf(st) } })
         }
         return out
       },
@@ -406,7 +463,7 @@ export class LowLevelMount {
         for (let i = 0; i < sent; i++) {
           const e = entries[i]
           if (isDotName(e.name)) continue
-          this.lookups.set(e.entry.ino, (this.lookups.get(e.entry.ino) ?? 0) + 1)
+          this.inc.lookedUp(e.entry.ino)
         }
       },
       releasedir: (_r, _ino, _inc, fh) => { this.dirs.delete(fh) },
@@ -428,25 +485,44 @@ export class LowLevelMount {
         return (r.uid === 0 ? names : names.filter((n) => !n.startsWith('trusted.'))).map((n) => Buffer.from(n))
       },
       removexattr: (r, ino, _inc, name) => { if (this.announcing(r) === null) { ws.removexattrIno(ino, xattrNameOf(name)); calls.changed(calls.of(r.pid), ino) } },
-      lseek: (_r, _ino, _inc, fh, offset, whence) => seekData(ws, fh, offset, whence)
+      lseek: (_r, _ino, _inc, fh, offset, whence) => seekIn(ws.fgetattr(fh).size, () => ws.dataRangesOf(fh), offset, whence)
     }
+    const old = oldIncarnationOps(this.inc, this.readBuf, raw)
     // every handler counted and guarded: FsError → its errno, a full disk → ENOSPC, anything else → EIO + log
     const guarded: Record<string, unknown> = {}
     for (const [k, f] of Object.entries(raw)) {
       const fn = f as (...a: unknown[]) => unknown
       if (k === 'forget' || k === 'readdirplusSent') { guarded[k] = fn; continue }
+      const onOld = old[k] ?? notADirectory
       guarded[k] = (...a: unknown[]): unknown => {
         this.counts.ops++
-        // every handler's second argument is the node id the request names (its parent for lookup, mknod, ...)
+        // every handler's second and third arguments are the node id the request names (its parent for lookup, mknod, ...)
         const ino = a[1] as number
-        if (ino !== ROOT && !this.lookups.has(ino)) this.afterForget++
+        const inc = a[2] as number
         let v: unknown
-        try { v = fn(...a) } catch (e) { return this.errno(e, k) }
+        try {
+          const o = ino === ROOT ? undefined : this.inc.oldOf(ino, inc)
+          if (o !== undefined) v = onOld(o, ...a)
+          else {
+            if (ino !== ROOT && !this.inc.holds(ino, inc)) {
+              this.afterForget++
+              // neither the current node id nor an old one held: nothing to answer from (a release still cleans up)
+              if (inc !== this.inc.incarnation(ino) && k !== 'release') throw new FsError(E.ESTALE, `node id ${ino}.${inc} is not held`)
+            }
+            v = fn(...a)
+          }
+        } catch (e) { return this.errno(e, k) }
         if (v instanceof Promise) return v.catch((e) => this.errno(e, k))
         return v
       }
     }
     return guarded as LowLevelOps
+  }
+
+  /** True when entry i of a directory handle is still in the directory (always, unless a restore came after the opendir). */
+  private stillListed (h: DirHandle, i: number): boolean {
+    if (h.restores === this.restores || i < 2) return true
+    try { return this.ws.lookupAt(h.ino, nameOf(h.names[i])).ino === h.inos[i] } catch { return false }
   }
 
   private dirOf (fh: number): DirHandle {
@@ -465,7 +541,6 @@ const NEGATIVE_TIMEOUT = 10
 
 const DOT = Buffer.from('.')
 const DOTDOT = Buffer.from('..')
-const NODATA = new FsError(E.ENODATA, 'no such xattr')
 const CAPABILITY = 'security.capability'
 /** The mount's readahead window, bytes: one READ request of max_pages (256 pages, libfuse's largest) at a time (DECISIONS.md "Sequential reads"). */
 const READAHEAD = 1024 * 1024
@@ -487,49 +562,3 @@ function isDotName (b: Uint8Array): boolean {
  * U+DC80..U+DCFF and go back out as the same bytes; issue 18).
  */
 const nameOf = nameOfBuffer
-
-/**
- * An xattr name from the kernel; EILSEQ when it is not UTF-8: the store keeps
- * xattrs in a msgpack map keyed by str, which cannot carry such a name, so it
- * is refused rather than merged with another name.
- */
-function xattrNameOf (b: Buffer): string {
-  const s = nameOfBuffer(b)
-  if (isByteName(s)) throw new FsError(E.EILSEQ, `an xattr name that is not valid UTF-8 (${b.toString('hex')}) is not supported: refused rather than merged with another name`)
-  return s
-}
-
-function attrOf (s: Stat): Attr {
-  return { mode: s.mode, nlink: s.nlink, uid: s.uid, gid: s.gid, rdev: s.rdev, size: s.size, blocks: s.blocks, blksize: s.blksize, atime: s.atime, mtime: s.mtime, ctime: s.ctime, ino: s.ino }
-}
-
-function changeOf (set: { valid: number, mode?: number, uid?: number, gid?: number, size?: number, atime?: bigint, atimeNow?: boolean, mtime?: bigint, mtimeNow?: boolean }): AttrChange {
-  const c: AttrChange = {}
-  const v = set.valid
-  if (v & SETATTR.MODE) c.mode = set.mode
-  if (v & SETATTR.UID) c.uid = set.uid
-  if (v & SETATTR.GID) c.gid = set.gid
-  if (v & SETATTR.SIZE) c.size = set.size
-  if (v & SETATTR.ATIME_NOW) c.atime = 'now'
-  else if (v & SETATTR.ATIME) c.atime = set.atime
-  if (v & SETATTR.MTIME_NOW) c.mtime = 'now'
-  else if (v & SETATTR.MTIME) c.mtime = set.mtime
-  return c
-}
-
-/** lseek with SEEK_DATA / SEEK_HOLE over the handle's data ranges (ENXIO at or past the end); the kernel answers the other whences itself. */
-function seekData (ws: InodeOps, fh: number, offset: number, whence: number): number {
-  if (whence !== SEEK_DATA && whence !== SEEK_HOLE) throw new FsError(E.EINVAL, `lseek whence ${whence} reaches the filesystem only for SEEK_DATA and SEEK_HOLE`)
-  const size = ws.fgetattr(fh).size
-  if (offset < 0 || offset >= size) throw new FsError(E.ENXIO, `offset ${offset} is at or past the end (${size} bytes)`)
-  const ranges = ws.dataRangesOf(fh)
-  if (whence === SEEK_DATA) {
-    for (const [start, end] of ranges) if (end > offset) return Math.max(start, offset)
-    throw new FsError(E.ENXIO, `no data at or after ${offset}`)
-  }
-  for (const [start, end] of ranges) {
-    if (start > offset) return offset
-    if (end > offset) return Math.min(end, size)
-  }
-  return offset
-}

@@ -89,6 +89,16 @@ export interface RestoreInfo {
   changes?: DiffEntry[]
   /** restore with `paths` only: the new checkpoint on the current branch holding the result, or null (dry run, or nothing differed) */
   result?: CheckpointId | null
+  /**
+   * Files the restore changed (content or type) or removed while the kernel
+   * still held them from before: open, mapped, or cached. Each keeps its
+   * content from before the restore under its old kernel identity until
+   * the kernel forgets it (PROTOCOL.md "Open files across a restore");
+   * `handles` is how many open file handles (open file descriptions) are
+   * on them. The libfuse 3 low-level layer only: absent on the libfuse 2.9
+   * layer, from daemons before issue 13, and when nothing was changed.
+   */
+  oldIncarnations?: { files: Integer, handles: Integer }
 }
 
 /** Kinds of change in a diff. */
@@ -276,8 +286,18 @@ export interface StatusInfo {
    * (looked up, not yet forgotten), their lookup counts summed, forgets of
    * node ids not held and requests naming one (both 0 when the accounting
    * is exact). Absent on the libfuse 2.9 layer and from older servers.
+   * Old incarnations (issue 13; absent from older servers): `old` node ids
+   * of files a restore changed that the kernel still holds (they answer
+   * with the content from before the restore), `renewed` old incarnations
+   * made so far, `oldForgotten` of those the kernel has forgotten since,
+   * `oldWrittenDropped` of those that had been written through (their
+   * private copies dropped), `oldBytesDropped` the bytes so written and
+   * dropped, `oldPrivateBytes` bytes of private copies held now.
    */
-  kernelNodes?: { nodes: Integer, lookups: Integer, forgetUnknown: Integer, afterForget: Integer }
+  kernelNodes?: {
+    nodes: Integer, lookups: Integer, forgetUnknown: Integer, afterForget: Integer,
+    old?: Integer, renewed?: Integer, oldForgotten?: Integer, oldWrittenDropped?: Integer, oldBytesDropped?: Integer, oldPrivateBytes?: Integer
+  }
 }
 
 /** Result of `hello`: what the server speaks. */

@@ -15,7 +15,7 @@ import {
   loadRoot, lookup, emptyTable, loadAll, allRecords
 } from '../itable.js'
 import type { Workspace } from '../workspace.js'
-import type { InvalidationPlan } from '../api.js'
+import type { Invalidate } from '../api.js'
 import type { StoreDb, StoreBatch } from '../../store/db.js'
 import type { CheckpointInfo, DiffEntry, PathHistoryEntry, RestoreInfo, UndoInfo } from '../../proto/messages.js'
 import { ApiError } from '../../proto/errors.js'
@@ -230,7 +230,7 @@ export class Generations implements History {
    * turns the plan into kernel notifications. Unknown id → ApiError
    * E_UNKNOWN_CHECKPOINT and nothing changes.
    */
-  restore (ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<Omit<RestoreInfo, 'recovery'>> {
+  restore (ws: Workspace, id: CheckpointId, invalidate: Invalidate): Promise<Omit<RestoreInfo, 'recovery'>> {
     try { this.checkpoint(id) } catch (e) { return Promise.reject(e) }
     return this.mutex.run(async () => await restoreCheckpoint(this, ws, id, invalidate))
   }
@@ -240,7 +240,7 @@ export class Generations implements History {
    * at checkpoint `id`, on the current branch, as a new checkpoint. A dry
    * run changes nothing and takes no turn in the one-at-a-time order.
    */
-  restorePaths (ws: Workspace, id: CheckpointId, items: RestorePath[], invalidate: (plan: InvalidationPlan) => Promise<void>, o: RestorePathsOptions = {}): Promise<RestoreInfo> {
+  restorePaths (ws: Workspace, id: CheckpointId, items: RestorePath[], invalidate: Invalidate, o: RestorePathsOptions = {}): Promise<RestoreInfo> {
     try { this.checkpoint(id); normaliseRestorePaths(items) } catch (e) { return Promise.reject(e) }
     if (o.dryRun === true) return restorePaths(this, ws, id, items, invalidate, o)
     return this.mutex.run(async () => await restorePaths(this, ws, id, items, invalidate, o))
@@ -263,7 +263,7 @@ export class Generations implements History {
    * check, then a selective restore from its parent (itself one at a time
    * with marks and restores).
    */
-  undo (ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>, dryRun: boolean): Promise<UndoInfo> {
+  undo (ws: Workspace, id: CheckpointId, invalidate: Invalidate, dryRun: boolean): Promise<UndoInfo> {
     return undoSegment(this, ws, id, dryRun, async (from, items, dry, label) =>
       await this.restorePaths(ws, from, items, invalidate, { dryRun: dry, label, meta: { undo: id } }))
   }

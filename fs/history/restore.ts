@@ -9,7 +9,7 @@
 import type { CheckpointId } from '../../base/types.js'
 import { differences, loadDifferences } from '../itable.js'
 import type { Workspace } from '../workspace.js'
-import type { InvalidationPlan } from '../api.js'
+import type { Invalidate } from '../api.js'
 import type { RestoreInfo } from '../../proto/messages.js'
 import type { History } from './history.js'
 import { sealCheckpoint } from './checkpoint.js'
@@ -39,7 +39,7 @@ import { announcementOf } from './announce.js'
  * restore. So an interrupted restore either completes or never happened,
  * and one that was acknowledged survives a crash.
  */
-export async function restoreCheckpoint (g: History, ws: Workspace, id: CheckpointId, invalidate: (plan: InvalidationPlan) => Promise<void>): Promise<Omit<RestoreInfo, 'recovery'>> {
+export async function restoreCheckpoint (g: History, ws: Workspace, id: CheckpointId, invalidate: Invalidate): Promise<Omit<RestoreInfo, 'recovery'>> {
   const t0 = performance.now()
   const label = `before restore to ${id}`
   // every "before restore" checkpoint this restore seals, oldest first (writes that land while it waits make more than one)
@@ -86,11 +86,11 @@ export async function restoreCheckpoint (g: History, ws: Workspace, id: Checkpoi
   // the changed paths: as diff lists them (inodes are no measure across mount
   // sessions, where the same unchanged file has another inode in each)
   const diffed = diffTables(g, ws, before, target, false).then(d => d, () => null)
-  const [, , changes] = await Promise.all([committed, invalidate(plan), diffed])
+  const [, held, changes] = await Promise.all([committed, invalidate(plan), diffed])
   // watchers hear of it (announce.ts): after the kernel has dropped what the swap made stale
   if (changes !== null && changes.length > 0 && g.announce !== null) {
     const a = await announcementOf(g, ws, before, target, changes).catch(() => null)
     if (a !== null) await g.announce(a)
   }
-  return { checkpoint: id, branch: g.state.branch, changed: changes?.length ?? changed.size, ms: performance.now() - t0, saved: savedAll.at(-1) ?? null, savedAll, ...(changes !== null ? { changes } : {}) }
+  return { checkpoint: id, branch: g.state.branch, changed: changes?.length ?? changed.size, ms: performance.now() - t0, saved: savedAll.at(-1) ?? null, savedAll, ...(changes !== null ? { changes } : {}), ...(held ? { oldIncarnations: held } : {}) }
 }

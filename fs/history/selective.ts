@@ -32,7 +32,7 @@ import type { CheckpointId, Ino } from '../../base/types.js'
 import { type InodeRecord, type Link, type LowerRef, cloneRecord, isDir, nowNs, S_IFMT, S_IFREG, S_IFDIR } from '../inode.js'
 import { type TableNode, applyChanges, lookup } from '../itable.js'
 import type { Workspace } from '../workspace.js'
-import type { InvalidationPlan } from '../api.js'
+import type { Invalidate } from '../api.js'
 import { TreeView } from '../tree.js'
 import { FsError } from '../../base/errno.js'
 import type { DiffEntry, RestoreInfo } from '../../proto/messages.js'
@@ -97,7 +97,7 @@ export function normaliseRestorePaths (items: RestorePath[]): RestorePath[] {
  * changed (unsaved changes may have been sealed as a checkpoint).
  */
 export async function restorePaths (g: History, ws: Workspace, id: CheckpointId, items: RestorePath[],
-  invalidate: (plan: InvalidationPlan) => Promise<void>, o: RestorePathsOptions = {}): Promise<RestoreInfo> {
+  invalidate: Invalidate, o: RestorePathsOptions = {}): Promise<RestoreInfo> {
   const t0 = performance.now()
   g.checkpoint(id)
   const list = normaliseRestorePaths(items)
@@ -149,14 +149,14 @@ export async function restorePaths (g: History, ws: Workspace, id: CheckpointId,
   g.inodes = inodes
   const shown = paths.length > 3 ? `${paths.slice(0, 3).join(' ')} ...` : paths.join(' ')
   const sealing = sealCheckpoint(g, ws, { label: o.label ?? `restore ${id} -- ${shown}`, meta: o.meta ?? { restore: { from: id, paths } } })
-  const [cp] = await Promise.all([sealing, invalidate(plan)])
+  const [cp, held] = await Promise.all([sealing, invalidate(plan)])
   const diff = await previewChanges(g, ws, before, target, list, false)
   // watchers hear of it as of a full restore (announce.ts)
   if (diff.length > 0 && g.announce !== null) {
     const a = await announcementOf(g, ws, before, after, diff).catch(() => null)
     if (a !== null) await g.announce(a)
   }
-  return { checkpoint: id, branch: g.state.branch, changed: diff.length, ms: performance.now() - t0, saved, paths, dryRun: false, changes: diff, result: cp.id }
+  return { checkpoint: id, branch: g.state.branch, changed: diff.length, ms: performance.now() - t0, saved, paths, dryRun: false, changes: diff, result: cp.id, ...(held ? { oldIncarnations: held } : {}) }
 }
 
 /** What restoring `list` from `target` changes over table `from` (live: `from` is the live state). */

@@ -157,7 +157,7 @@ export async function collectGarbage (target: GcTarget, policyIn: Partial<GcPoli
     const marked = await mark(db, keptRoots, snap.liveRoot, snap.liveTable)
     // frozen copies answer lower references of their sessions: those no kept record refers to go
     marked.sessions.add(gens.state.session)
-    if (ws) for (const r of [...ws.unsavedRecords().values(), ...ws.orphanRecords()]) if (r?.lower) marked.sessions.add(r.lower.s)
+    if (ws) for (const r of [...ws.unsavedRecords().values(), ...ws.orphanRecords(), ...ws.retainedRecords()]) if (r?.lower) marked.sessions.add(r.lower.s)
     const frozenKept = new Map<string, FrozenPath[]>()
     for await (const e of db.iterate<FrozenPath[]>('lower')) {
       const list = Array.isArray(e.value) ? decodeFrozen(e.value) : []
@@ -354,12 +354,13 @@ async function dropCheckpoints (db: StoreDb, gens: Generations, choice: Choice):
   for (const br of choice.branchesChanged) gens.branches.set(br.name, br)
 }
 
-/** Blocks of the running workspace's unsaved records and of files unlinked while open. O(unsaved). */
+/** Blocks of the running workspace's unsaved records, of files unlinked while open, and of old incarnations a restore left open (issue 13). O(unsaved). */
 function unsavedBlocks (ws: Workspace): Set<BlockId> {
   const out = new Set<BlockId>()
   const add = (r: InodeRecord | null): void => { for (const b of r?.blocks ?? []) out.add(b) }
   for (const r of ws.unsavedRecords().values()) add(r)
   for (const r of ws.orphanRecords()) add(r)
+  for (const r of ws.retainedRecords()) add(r)
   return out
 }
 

@@ -740,6 +740,8 @@ export class Lockstep {
     // keep: the mount's descriptors stay open across the restore and are checked after it
     const held = op.keep ? [...this.mnt.fds].map(([s, fd]) => ({ s, fd, name: this.slotName.get(s), ...this.slotIno.get(s) })) : []
     if (op.keep) this.mnt.fds.clear()
+    // ll: what each held descriptor reads now is what it must read after the restore (checkHeld)
+    if (BY_NODE_ID) for (const h of held as Array<{ fd: number, pre?: Buffer | null, type?: string, readable?: boolean }>) if (h.type === 'file' && h.readable === true) h.pre = preadFd(h.fd, BLOCK)
     this.closeAll()
     // the daemon seals unsaved changes first ("before restore to N"): record them under op.auto
     const before = manifestOf(this.mnt.root)
@@ -772,19 +774,28 @@ export class Lockstep {
    * inode. One whose name was unlinked (slotName null) keeps its inode:
    * the restored content if the inode is in the restored state, else
    * whatever it had (an orphan lives on for its handles, as natively).
-   * On the libfuse 3 low-level layer (REWINDFS_FUSE=ll) the kernel knows an
-   * open file by its node id, not by a name, so every handle follows its
-   * inode that way: the restored content wherever the restore put the
-   * inode, or, when the restored state has no such inode, whatever the
-   * orphan held (as for an unlinked name; changed on purpose: the old
-   * rule's ESTALE came from libfuse 2.9's names).
+   * On the libfuse 3 low-level layer (REWINDFS_FUSE=ll; issue 13) a restore
+   * acts like renaming the checkpoint's tree over the live one: every
+   * descriptor reads what it read just before the restore (`pre`), whether
+   * its file changed, moved, vanished or stayed (changed on purpose twice:
+   * the first rule's ESTALE came from libfuse 2.9's names, the second's
+   * "restored content" from ll's node ids before issue 13).
    * Returns the handles that broke the rule.
    */
-  private checkHeld (held: Array<{ s: number, fd: number, name?: string | null, ino?: string, type?: string, readable?: boolean }>, got: Manifest): string[] {
+  private checkHeld (held: Array<{ s: number, fd: number, name?: string | null, ino?: string, type?: string, readable?: boolean, pre?: Buffer | null }>, got: Manifest): string[] {
     const bad: string[] = []
     for (const h of held) {
       if (h.ino === undefined || h.type !== 'file' || !h.readable || h.name === undefined) continue
       this.counts.held++
+      if (BY_NODE_ID) {
+        if (h.pre === null || h.pre === undefined) continue // it could not be read before the restore either
+        const b = Buffer.alloc(BLOCK)
+        try {
+          const n = fs.readSync(h.fd, b, 0, BLOCK, 0)
+          if (!b.subarray(0, n).equals(h.pre)) bad.push(`slot ${h.s} (inode ${h.ino}, opened as ${h.name ?? '(name unlinked)'}): read ${firstDiff(h.pre, b.subarray(0, n))}, expected the bytes it read before the restore`)
+        } catch (e) { bad.push(`slot ${h.s} (inode ${h.ino}): read failed with ${errName(e)}, expected the bytes it read before the restore`) }
+        continue
+      }
       const b = Buffer.alloc(BLOCK)
       let n: number | null = null
       let err: string | null = null
@@ -811,6 +822,12 @@ const BY_NODE_ID = fuseLayer() === 'll'
 
 function closeFds (held: Array<{ fd: number }>): void {
   for (const h of held) { try { fs.closeSync(h.fd) } catch {} }
+}
+
+/** Up to n bytes from the start of an open descriptor, or null when it cannot be read. */
+function preadFd (fd: number, n: number): Buffer | null {
+  const b = Buffer.alloc(n)
+  try { return b.subarray(0, fs.readSync(fd, b, 0, n, 0)) } catch { return null }
 }
 
 /** Up to n bytes from the start of a file. */
