@@ -207,9 +207,11 @@ export class LowLevelMount {
    * the swap): every renewed inode the kernel holds gets a new incarnation,
    * its old node id becomes an old incarnation (fuse/incarnations.ts).
    * Then: the attributes of those old node ids (they now say nlink 0; their
-   * pages stay, they are the content old descriptors and mappings read),
-   * attributes and pages of the plan's other inodes, its names deepest
-   * first (all names of renewed inodes among them), then the root's
+   * pages stay, they are the content old descriptors and mappings read)
+   * and a delete of each of their names by node id (the kernel clears the
+   * old inode's nlink: watches on it hear IN_DELETE_SELF), attributes and
+   * pages of the plan's other inodes, its other names deepest first (the
+   * renewed inodes the kernel did not hold among them), then the root's
    * attributes. Resolves when the kernel has taken them (-ENOENT items:
    * nothing was cached), with how many files and open handles stayed on old
    * incarnations.
