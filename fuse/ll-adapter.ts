@@ -219,6 +219,13 @@ export class LowLevelMount {
   async invalidate (plan: InvalidationPlan): Promise<InvalidationOutcome> {
     const outcome = { files: 0, handles: 0 }
     this.restores++
+    // until the batch is done, no inode goes back to incarnation 0: an item may name one of its old node ids
+    const resume = this.inc.deferResets()
+    try { return await this.notifyRestore(plan, outcome) } finally { resume() }
+  }
+
+  /** The body of invalidate (see there): renews, then sends the batch; resolves with `outcome` filled in. */
+  private async notifyRestore (plan: InvalidationPlan, outcome: InvalidationOutcome): Promise<InvalidationOutcome> {
     const items: NotifyItem[] = []
     const frozen = plan.byIno?.frozen
     // names of old incarnations: deleted (not only dropped), so that the kernel too takes the old inode for unlinked

@@ -4,10 +4,13 @@
  * made through it, against a plain buffer model, across truncates that cut
  * and extend; the 64 MiB per-incarnation and the shared limits refuse a
  * write with ENOSPC and change nothing; dropping it returns the shared
- * budget and releases the frozen record once.
+ * budget and releases the frozen record once. The node id table
+ * (fuse/incarnations.ts): renew, forget, faults, and no return to
+ * incarnation 0 while a restore's notifications are in flight.
  */
 import t from 'tap'
 import { OldIncarnation, OLD_WRITE_LIMIT } from '../../fuse/old-incarnation.js'
+import { Incarnations } from '../../fuse/incarnations.js'
 import type { FrozenInode, Stat } from '../../fs/api.js'
 
 const BLOCK = 65536
@@ -82,4 +85,33 @@ t.test('xattrs change privately', async t => {
   t.same(o.listxattr(), ['user.n'], 'set and removed on the old incarnation')
   t.throws(() => o.setxattr('bogus.x', new Uint8Array(0), 0, 7n), { errno: 95 } as any, 'an unknown namespace is refused')
   t.throws(() => o.removexattr('user.none', 8n), { errno: 61 } as any, 'ENODATA for a missing one')
+})
+
+t.test('the node id table: renew, forget, back to incarnation 0 only when nothing is held and no restore is in flight', async t => {
+  const lines: string[] = []
+  const inc = new Incarnations(l => { lines.push(l) })
+  const frozen = (): FrozenInode => frozenOf(Buffer.from('old'), { n: 0 })
+  t.equal(inc.renew(7, frozen), null, 'an inode the kernel does not hold is not renewed')
+  t.equal(inc.lookedUp(7), 0, 'a lookup hands out incarnation 0')
+  inc.lookedUp(7)
+  inc.opened(100, 7, 0)
+  const resume = inc.deferResets()
+  const r = inc.renew(7, frozen)
+  t.same([r?.old.inc, r?.old.lookups, r?.handles, inc.incarnation(7)], [0, 2, 1, 1], 'renewed: the old node id keeps its 2 lookups and 1 handle, lookups now get incarnation 1')
+  t.ok(inc.holds(7, 0) && !inc.holds(7, 1), 'the kernel holds the old node id, not yet the new one')
+  t.equal(inc.oldOf(7, 0), r?.old, 'requests naming it go to the old incarnation')
+  r!.old.write(Buffer.from('x'), 0, false, 1n)
+  inc.released(100)
+  t.equal(inc.forget(7, 0, 1), true)
+  t.ok(inc.holds(7, 0), 'held until its last forget')
+  t.equal(inc.forget(7, 0, 1), true)
+  t.notOk(inc.holds(7, 0), 'forgotten')
+  t.same([inc.counted().old, inc.counted().oldForgotten, inc.counted().oldWrittenDropped, inc.counted().oldBytesDropped], [0, 1, 1, 1], 'counted: dropped with 1 byte written')
+  t.match(lines.join('\n'), /1 bytes written through descriptors opened before a restore, to inode 7/, 'and logged')
+  t.equal(inc.incarnation(7), 1, 'nothing of 7 held, but a restore\'s notifications are in flight: it stays at incarnation 1')
+  resume()
+  t.equal(inc.incarnation(7), 0, 'once they are done it goes back to 0')
+  t.equal(inc.forget(7, 3, 1), false, 'a forget of a node id never handed out is a fault')
+  inc.lookedUp(8); inc.lookedUp(8)
+  t.same(inc.held(), { nodes: 1, lookups: 2 }, 'held node ids and lookups')
 })
