@@ -20,7 +20,11 @@
  *   ("Stale file handle"). libfuse 2.9 knows an open file by that name, so a
  *   handle whose name now holds another file would share the kernel's inode
  *   (size, pages) with it. A handle whose name was unlinked (libfuse forgets
- *   the name) keeps its inode, as natively.
+ *   the name) keeps its inode, as natively. On the low-level layer a restore
+ *   that changes or removes a file gives it a new kernel identity, and the
+ *   adapter answers the old one (handles opened before included) from the
+ *   file as it was (fs/frozen.ts, its record retained here for gc;
+ *   fuse/old-incarnation.ts); the workspace only releases those handles.
  * - atime is not updated by reads (as with the noatime mount option), so
  *   reading never dirties the generation.
  */

@@ -67,6 +67,10 @@ export class Incarnations {
   private nextOldFh = OLD_FH_BASE
   private readonly budget: OldWriteBudget = { used: 0, limit: OLD_WRITE_TOTAL_LIMIT }
   private readonly tally = { old: 0, renewed: 0, oldForgotten: 0, oldWrittenDropped: 0, oldBytesDropped: 0 }
+  /** restores whose notifications may still be on their way (see `deferResets`) */
+  private inFlight = 0
+  /** inodes whose incarnation goes back to 0 once no restore's notifications are in flight */
+  private readonly resetLater = new Set<Ino>()
 
   /** `log`: where a dropped private copy is reported (one line each). */
   constructor (private readonly log: (line: string) => void) {}
@@ -116,9 +120,39 @@ export class Incarnations {
         this.dropOld(o)
       }
     }
-    // nothing of the inode held: it goes back to incarnation 0 (the kernel has no inode for any of its node ids)
-    if (!this.counts.has(ino) && !this.old.has(ino)) this.current.delete(ino)
+    this.maybeReset(ino)
     return exact
+  }
+
+  /**
+   * Nothing of `ino` held: it goes back to incarnation 0 (the kernel has no
+   * inode for any of its node ids). Not while a restore's notifications are
+   * in flight: one of them may name an old node id of it, which would then
+   * reach a new inode that got the same node id.
+   */
+  private maybeReset (ino: Ino): void {
+    if (this.counts.has(ino) || this.old.has(ino) || !this.current.has(ino)) return
+    if (this.inFlight > 0) this.resetLater.add(ino)
+    else this.current.delete(ino)
+  }
+
+  /**
+   * A restore's notifications (naming node ids by incarnation) are on their
+   * way to the kernel until the returned function is called: meanwhile no
+   * inode goes back to incarnation 0 (maybeReset). Call the function once,
+   * when the batch is done.
+   */
+  deferResets (): () => void {
+    this.inFlight++
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      if (--this.inFlight > 0) return
+      const later = [...this.resetLater]
+      this.resetLater.clear()
+      for (const ino of later) this.maybeReset(ino)
+    }
   }
 
   private dropOld (o: OldIncarnation): void {

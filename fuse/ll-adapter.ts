@@ -207,9 +207,11 @@ export class LowLevelMount {
    * the swap): every renewed inode the kernel holds gets a new incarnation,
    * its old node id becomes an old incarnation (fuse/incarnations.ts).
    * Then: the attributes of those old node ids (they now say nlink 0; their
-   * pages stay, they are the content old descriptors and mappings read),
-   * attributes and pages of the plan's other inodes, its names deepest
-   * first (all names of renewed inodes among them), then the root's
+   * pages stay, they are the content old descriptors and mappings read)
+   * and a delete of each of their names by node id (the kernel clears the
+   * old inode's nlink: watches on it hear IN_DELETE_SELF), attributes and
+   * pages of the plan's other inodes, its other names deepest first (the
+   * renewed inodes the kernel did not hold among them), then the root's
    * attributes. Resolves when the kernel has taken them (-ENOENT items:
    * nothing was cached), with how many files and open handles stayed on old
    * incarnations.
@@ -217,6 +219,13 @@ export class LowLevelMount {
   async invalidate (plan: InvalidationPlan): Promise<InvalidationOutcome> {
     const outcome = { files: 0, handles: 0 }
     this.restores++
+    // until the batch is done, no inode goes back to incarnation 0: an item may name one of its old node ids
+    const resume = this.inc.deferResets()
+    try { return await this.notifyRestore(plan, outcome) } finally { resume() }
+  }
+
+  /** The body of invalidate (see there): renews, then sends the batch; resolves with `outcome` filled in. */
+  private async notifyRestore (plan: InvalidationPlan, outcome: InvalidationOutcome): Promise<InvalidationOutcome> {
     const items: NotifyItem[] = []
     const frozen = plan.byIno?.frozen
     // names of old incarnations: deleted (not only dropped), so that the kernel too takes the old inode for unlinked

@@ -4,10 +4,16 @@
  * while the workspace is restored, back and forth, between two checkouts
  * of it. Before issue 13, 2 of 734 git runs died of SIGBUS (its index and
  * packs are mapped; a restore changed the content behind the same kernel
- * inode) and one saw "bad object HEAD". Every git run must succeed; the
- * daemon must answer no request with EIO; the node id accounting must stay
- * exact. Both checkouts share every object (they differ in the working
- * tree, the index and HEAD), so no run can legitimately miss one.
+ * inode) and one saw "bad object HEAD". Every git run must succeed (exit
+ * 0, nothing on stderr but the one race below); the daemon must answer no
+ * request with EIO; the node id accounting must stay exact. Both checkouts
+ * share every object (they differ in the working tree, the index and HEAD),
+ * so no run can legitimately miss one. The race: a run that lstat'ed a file
+ * before a restore and reads it after reads the restored file (a restore is
+ * a rename of the tree over the live one, and git's stat and read are two
+ * calls), so git may report "short read while indexing" and go on with
+ * exit 0, as natively when a file is rewritten under it; it is counted.
+ * Seen twice in one full-suite run, in none of ten runs alone.
  *
  * REWINDFS_GIT_LOOP_RESTORES sets the number of restores (default 100, in
  * CI's budget; the long form, scripts/test-long.sh, runs 10,000).
@@ -48,7 +54,7 @@ t.test(`a git status loop survives ${RESTORES} restores between two checkouts`, 
 cd ${JSON.stringify(repo)}
 while [ ! -e ${JSON.stringify(stop)} ]; do
   err=$(git status --porcelain 2>&1 >/dev/null); rc=$?
-  echo "$rc $(printf %s "$err" | head -c 300 | tr '\\n' ' ')"
+  echo "$rc $(printf %s "$err" | head -c 2000 | tr '\\n' ' ')"
 done`], { cwd: '/', env: GIT_ENV })
   while (loop.lines.length < 3) await new Promise(resolve => setTimeout(resolve, 20))
   const t0 = Date.now()
@@ -64,12 +70,17 @@ done`], { cwd: '/', env: GIT_ENV })
   fs.writeFileSync(stop, '')
   const end = await loop.done
   t.equal(end.code, 0, 'the loop ended by itself')
-  const failed = loop.lines.filter(l => !l.startsWith('0 ') || l.length > 2)
-  t.comment(`git loop: ${RESTORES} restores in ${ms} ms, ${runs} git runs, ${held} handles left on old incarnations in all, ${failed.length} failed`)
+  // A run that lstat'ed a file before a restore and read it after reads the restored file, which may be shorter:
+  // git then says "short read while indexing" and goes on (exit 0), as it does when another process rewrites a file
+  // under it natively. That race is counted, not failed; any other message, or any other exit status, fails.
+  const race = (l: string): boolean => l.startsWith('0 ') && l.slice(2).trim().split(/(?=error: )/).every(m => /^error: short read while indexing \S+$/.test(m.trim()))
+  const raced = loop.lines.filter(l => l.length > 2 && race(l))
+  const failed = loop.lines.filter(l => (!l.startsWith('0 ') || l.length > 2) && !race(l))
+  t.comment(`git loop: ${RESTORES} restores in ${ms} ms, ${runs} git runs, ${held} handles left on old incarnations in all, ${failed.length} failed, ${raced.length} read a file the restore changed after stat'ing it (short read, exit 0)`)
   t.ok(runs >= RESTORES / 4, `git ran across the restores (${runs} runs)`)
-  t.same(failed.slice(0, 10), [], 'every git run succeeded: no SIGBUS (exit 135), no "bad object", no EIO')
+  t.same(failed.slice(0, 10), [], 'every git run succeeded: exit 0, no SIGBUS (exit 135), no "bad object", no EIO, no ESTALE')
   const log = fs.readFileSync(path.join(m.home, 'daemon.log'), 'utf8')
-  t.notMatch(log, /failed unexpectedly|answered EIO|answered with a bad value/, 'the daemon answered no request with EIO')
+  t.notMatch(log, /failed unexpectedly|answered EIO|answered with a bad value|kernel invalidations after a restore failed/, 'the daemon answered no request with EIO, and the kernel took every invalidation')
   // the last restore was to `two` when RESTORES is even, else `one`
   const want = RESTORES % 2 === 0 ? 'two' : 'one'
   const head = await run('git symbolic-ref --short HEAD && git status --porcelain', { cwd: repo, env: GIT_ENV })
