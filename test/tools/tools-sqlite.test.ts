@@ -49,9 +49,13 @@ import sqlite3, sys, hashlib, os, time, random
 db, w, txs, per, seq, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 # timeout=0 and our own short random backoff: sqlite's busy handler sleeps 1, 2, 5, 10... ms
 # and lets one writer starve the other; this keeps the two writers interleaved
-con = sqlite3.connect(db, timeout=0, isolation_level=None)
+# connecting waits for the lock as sqlite does by default: the first connection to open the WAL
+# database rebuilds its index under an exclusive lock, and a writer starting beside it would get
+# "database is locked" at once (seen in CI); the transactions below then run with timeout 0
+con = sqlite3.connect(db, timeout=30, isolation_level=None)
 mode = con.execute('PRAGMA journal_mode').fetchone()[0]
 if mode != 'wal': sys.exit('journal_mode is %s, not wal' % mode)
+con.execute('PRAGMA busy_timeout = 0')
 print('ready', flush=True)
 while not os.path.exists(go): time.sleep(0.005)
 rnd = random.Random(w)
