@@ -13,6 +13,6 @@ export function registerCheckpoint (p: Command): void {
     .action(async (o: { workspace?: string, message?: string, json?: boolean }) => {
       const c = await withClient(o, async cl => await cl.mark({ label: o.message }))
       if (o.json) console.log(JSON.stringify(c))
-      else console.log(`checkpoint #${c.id} (${c.inodes} inodes recorded, ${c.dirtyBytes} bytes written since the last one, ${fmtMs(c.ms)})`)
+      else console.log(`checkpoint #${c.id} (${c.inodes} inode${c.inodes === 1 ? '' : 's'} recorded, ${c.dirtyBytes} bytes written since the last one, ${fmtMs(c.ms)})`)
     })
 }

@@ -36,7 +36,20 @@ export function registerRestore (p: Command): void {
           : `restored ${r.paths!.join(', ')} from checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}) as checkpoint #${r.result} on branch ${r.branch}${r.saved !== null ? `; the unsaved changes were first saved as checkpoint #${r.saved} (rewindfs restore ${r.saved} undoes this)` : ''}`)
       } else if (r.branch === before) console.log(`nothing to restore: the workspace already is checkpoint #${r.checkpoint} (the head, nothing unsaved); still on branch ${r.branch}`)
       else console.log(`restored checkpoint #${r.checkpoint} (${r.changed} paths changed, ${fmtMs(r.ms)}); now on branch ${r.branch}${savedNote(r)}`)
+      const open = openNote(r)
+      if (open !== '') console.log(open)
     })
+}
+
+/**
+ * What the reply says of files left open across the restore (oldIncarnations, ll layer): processes that
+ * hold them keep the content they had, and what they write through those descriptors is not kept.
+ */
+export function openNote (r: RestoreInfo): string {
+  const o = r.oldIncarnations
+  if (o === undefined || o.files === 0) return ''
+  return `note: ${o.files} changed file${o.files === 1 ? '' : 's'} ${o.files === 1 ? 'was' : 'were'} open (${o.handles} descriptor${o.handles === 1 ? '' : 's'}): ` +
+    'the processes holding them keep reading the content from before the restore, and what they write through those descriptors is not kept; reopen the files to see the restored content'
 }
 
 /** What the reply says about the unsaved changes: one checkpoint, or several when writes landed during the restore. */

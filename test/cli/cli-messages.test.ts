@@ -93,3 +93,22 @@ t.test('block problems end with their next step', async tt => {
     tt.match(l, /Next: `rewindfs verify --repair`/, 'says what to do')
   }
 })
+
+t.test('restore says when changed files were open across it, and what their holders see (ll)', async t => {
+  const m = await mountWorkspace(t, dir => { fs.writeFileSync(path.join(dir, 'data.txt'), 'v1\n') }, { env: { REWINDFS_FUSE: 'll' } })
+  const f = path.join(m.dir, 'data.txt')
+  fs.readFileSync(f)
+  const cp = await m.client.mark({ label: 'v1' })
+  fs.writeFileSync(f, 'v2, abandoned\n')
+  const fd = fs.openSync(f, 'r')
+  t.teardown(() => { try { fs.closeSync(fd) } catch {} })
+  const r = await m.cli(['restore', String(cp.id)])
+  t.equal(r.code, 0, r.stderr)
+  t.match(r.stdout, /note: 1 changed file was open \(1 descriptor\): the processes holding them keep reading the content from before the restore, and what they write through those descriptors is not kept; reopen the files/, `the restore says so: ${r.stdout}`)
+  const b = Buffer.alloc(32)
+  t.equal(b.subarray(0, fs.readSync(fd, b, 0, 32, 0)).toString(), 'v2, abandoned\n', 'as it says: the descriptor reads the content from before the restore')
+  fs.closeSync(fd)
+  t.equal(fs.readFileSync(f, 'utf8'), 'v1\n', 'and a new open the restored one')
+  const again = await m.cli(['restore', String(cp.id)])
+  t.notMatch(again.stdout, /note:/, 'no note when nothing was open')
+})
